@@ -1,0 +1,37 @@
+# Everything a fresh machine needs is set up by these targets: the venv, the
+# Python packages, the Kaitai compiler and the Java and Go Kaitai runtimes.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: all venv test lint typecheck unit demo clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check python spark_udfs tools
+	$(VENV)/bin/ruff format --check python spark_udfs tools
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+test: lint typecheck unit
+
+demo: $(STAMP)
+	$(PY) tools/demo.py
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache .hypothesis

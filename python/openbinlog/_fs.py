@@ -1,0 +1,113 @@
+"""The file operations a writer performs, behind one small interface.
+
+Production code uses ``OsFileSystem``; the crash-injection tests substitute a
+recorder that logs every operation so crash states can be enumerated. Every
+write, sync, link and lock of the writer goes through here, nothing else.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import struct
+from typing import Protocol
+
+_OFD_SETLKW = getattr(fcntl, "F_OFD_SETLKW", None)
+# struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid.
+_FLOCK = struct.Struct("hhqqi4x")
+
+
+class FileSystem(Protocol):
+    def open_read(self, path: str) -> int: ...
+    def open_write(self, path: str, *, create: bool = False, exclusive: bool = False) -> int: ...
+    def close(self, fd: int) -> None: ...
+    def size(self, fd: int) -> int: ...
+    def pread(self, fd: int, size: int, offset: int) -> bytes: ...
+    def pwrite(self, fd: int, data: bytes, offset: int) -> None: ...
+    def truncate(self, fd: int, size: int) -> None: ...
+    def fdatasync(self, fd: int) -> None: ...
+    def fsync_dir(self, path: str) -> None: ...
+    def link(self, source: str, target: str) -> None: ...
+    def unlink(self, path: str) -> None: ...
+    def mkdir(self, path: str) -> None: ...
+    def listdir(self, path: str) -> list[str]: ...
+    def exists(self, path: str) -> bool: ...
+    def lock(self, fd: int) -> None: ...
+    def unlock(self, fd: int) -> None: ...
+
+
+class OsFileSystem:
+    """The operating system, with writes that never stop short."""
+
+    def open_read(self, path: str) -> int:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def open_write(self, path: str, *, create: bool = False, exclusive: bool = False) -> int:
+        flags = os.O_RDWR | os.O_CLOEXEC
+        if create:
+            flags |= os.O_CREAT
+        if exclusive:
+            flags |= os.O_EXCL
+        return os.open(path, flags, 0o644)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def size(self, fd: int) -> int:
+        return os.fstat(fd).st_size
+
+    def pread(self, fd: int, size: int, offset: int) -> bytes:
+        return os.pread(fd, size, offset)
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(fd, view, offset)
+            if written == 0:
+                raise OSError(errno.EIO, "pwrite wrote nothing")
+            view = view[written:]
+            offset += written
+
+    def truncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+
+    def fdatasync(self, fd: int) -> None:
+        os.fdatasync(fd)
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def link(self, source: str, target: str) -> None:
+        os.link(source, target)
+
+    def unlink(self, path: str) -> None:
+        os.unlink(path)
+
+    def mkdir(self, path: str) -> None:
+        os.mkdir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def lock(self, fd: int) -> None:
+        # An open-file-description lock: held by this descriptor alone, so
+        # closing another descriptor of LOCK does not drop it (the classic
+        # POSIX pitfall), and two Writers in one process exclude each other.
+        if _OFD_SETLKW is not None:
+            fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        else:  # pragma: no cover - platforms without OFD locks
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+
+    def unlock(self, fd: int) -> None:
+        if _OFD_SETLKW is not None:
+            fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0))
+        else:  # pragma: no cover
+            fcntl.lockf(fd, fcntl.LOCK_UN)

@@ -1,0 +1,575 @@
+"""The reader: committed records of a log directory, in index order.
+
+A reader opens segments read-only, takes no lock and never writes. It returns
+only records that end at or before the published commit point of their
+segment (or, for a finished segment whose successor exists, before the
+successor's base index), follows cutovers when asked to, and waits for new
+records with ``has_next(timeout)``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from ._format import HEADER_SIZE, LEGACY_FIRST_RECORD_OFFSET, LEGACY_LENGTH_SIZE, NO_ASQN, segment_name
+from ._legacy import iter_legacy_records
+from ._records import Entry, RecordDecoder, find_next_record
+from ._ref import Ref
+from ._segment import LegacyHeaderInfo, SegmentHeaderInfo
+from ._segment_file import READ_CHUNK, SegmentFile, list_segments
+from .errors import (
+    BinlogError,
+    ChainBrokenError,
+    CorruptionError,
+    InvalidRefError,
+    NotALogError,
+    TruncatedError,
+    UnsupportedFeatureError,
+)
+
+RESYNC_WINDOW = 64 << 20
+POLL_FIRST = 0.001
+POLL_MAX = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """One damaged region of committed data, as a tolerant reader reports it."""
+
+    error_class: str
+    message: str
+    path: str | None
+    log: int | None
+    offset: int | None
+    index: int | None
+    bytes_skipped: int
+    next_index: int | None
+
+    @classmethod
+    def from_error(cls, error: BinlogError, *, bytes_skipped: int, next_index: int | None) -> Damage:
+        return cls(
+            error.error_class,
+            error.message,
+            error.path,
+            error.log,
+            error.offset,
+            error.index,
+            bytes_skipped,
+            next_index,
+        )
+
+
+class _Cursor:
+    """Position inside one segment; yields its committed entries."""
+
+    def __init__(self, segment: SegmentFile, header: SegmentHeaderInfo | LegacyHeaderInfo) -> None:
+        self.segment = segment
+        self.header = header
+        self.final = False
+
+    @property
+    def offset(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def next_index(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def limit(self) -> int:
+        raise NotImplementedError
+
+    def next(self) -> Entry | None:
+        raise NotImplementedError
+
+    def extend(self, limit: int) -> None:
+        raise NotImplementedError
+
+
+class _Version2Cursor(_Cursor):
+    header: SegmentHeaderInfo
+
+    def __init__(
+        self,
+        segment: SegmentFile,
+        header: SegmentHeaderInfo,
+        *,
+        offset: int,
+        next_index: int,
+        last_asqn: int,
+        limit: int,
+    ) -> None:
+        super().__init__(segment, header)
+        self._decoder = RecordDecoder(
+            log=segment.log, offset=offset, next_index=next_index, last_asqn=last_asqn, limit=limit
+        )
+        self._fed = offset
+
+    @property
+    def offset(self) -> int:
+        return self._decoder.offset
+
+    @property
+    def next_index(self) -> int:
+        return self._decoder.next_index
+
+    @property
+    def last_asqn(self) -> int:
+        return self._decoder.last_asqn
+
+    @property
+    def limit(self) -> int:
+        assert self._decoder.limit is not None
+        return self._decoder.limit
+
+    def extend(self, limit: int) -> None:
+        self._decoder.limit = limit
+
+    def next(self) -> Entry | None:
+        decoder = self._decoder
+        while True:
+            try:
+                entry = next(decoder, None)
+            except BinlogError as exc:
+                raise exc.located(path=self.segment.path) from None
+            if entry is not None or decoder.done:
+                return entry
+            if self._fed >= self.limit:
+                decoder.end_of_input()
+                continue
+            data = self.segment.read(self._fed, min(max(decoder.wanted(), READ_CHUNK), self.limit - self._fed))
+            if not data:
+                decoder.end_of_input()
+                continue
+            decoder.feed(data)
+            self._fed += len(data)
+
+
+class _LegacyCursor(_Cursor):
+    header: LegacyHeaderInfo
+
+    def __init__(self, segment: SegmentFile, header: LegacyHeaderInfo, *, offset: int, next_index: int) -> None:
+        super().__init__(segment, header)
+        self._offset = offset
+        self._next_index = next_index
+        self._tail = header.tail
+        self._buffered: list[Entry] = []
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    @property
+    def next_index(self) -> int:
+        return self._next_index
+
+    @property
+    def limit(self) -> int:
+        return self._tail
+
+    def extend(self, limit: int) -> None:
+        self._tail = limit
+
+    def give_up(self) -> int:
+        """Stop at the current offset for good; return the bytes left unread."""
+        skipped = self._tail - self._offset
+        self._tail = self._offset
+        self._buffered = []
+        self.final = True
+        return skipped
+
+    def next(self) -> Entry | None:
+        if not self._buffered and self._offset < self._tail:
+            self._fill()
+        if not self._buffered:
+            return None
+        entry = self._buffered.pop(0)
+        self._offset = entry.offset + entry.size
+        self._next_index = entry.index + 1
+        return entry
+
+    def _fill(self) -> None:
+        path, log, at = self.segment.path, self.segment.log, self._offset
+        need = LEGACY_LENGTH_SIZE
+        head = self.segment.read(at, need)
+        if len(head) == need:
+            need += max(int.from_bytes(head, "big", signed=True), 0)
+        window = self.segment.read(at, min(self._tail - at, max(need, READ_CHUNK)))
+        try:
+            self._buffered = list(
+                iter_legacy_records(window, log=log, offset=at, tail=self._tail, next_index=self._next_index)
+            )
+        except BinlogError as exc:
+            raise exc.located(path=path) from None
+        if not self._buffered:
+            raise TruncatedError(
+                "legacy record cut short by the end of the file", path=path, log=log, offset=at, index=self._next_index
+            )
+
+
+class Reader:
+    """Iterate the committed records of the log in ``directory``.
+
+    ``start`` resumes at the record a ref names (inclusive), ``after`` just
+    past it; either is checked against the record it names. With ``follow``
+    the reader moves on to the next segment at a cutover; without it the
+    reader stops at the end of the segment it is in. With ``tolerant``
+    damaged committed regions are skipped and listed in ``damage`` instead
+    of raising.
+
+    Iteration returns what is committed now; ``has_next(timeout)`` waits up to
+    ``timeout`` seconds for more.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        start: Ref | None = None,
+        *,
+        after: Ref | None = None,
+        follow: bool = True,
+        tolerant: bool = False,
+    ) -> None:
+        if start is not None and after is not None:
+            raise ValueError("give start or after, not both")
+        self.directory = os.fspath(directory)
+        if not os.path.isdir(self.directory):
+            raise NotALogError("not a log directory", path=self.directory)
+        self.follow = follow
+        self.tolerant = tolerant
+        self.damage: list[Damage] = []
+        self._cursor: _Cursor | None = None
+        self._peeked: Entry | None = None
+        self._ended = False
+        self._closed = False
+        ref = start or after
+        if ref is not None:
+            self._cursor = self._cursor_at(ref, inclusive=start is not None)
+
+    # -- public API ---------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Entry]:
+        return self
+
+    def __next__(self) -> Entry:
+        entry = self._peek()
+        if entry is None:
+            raise StopIteration
+        self._peeked = None
+        return entry
+
+    def has_next(self, timeout: float = 0.0) -> bool:
+        """True when a committed record is ready, waiting up to ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        delay = POLL_FIRST
+        while True:
+            if self._peek() is not None:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._ended:
+                return False
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, POLL_MAX)
+
+    def next(self, timeout: float = 0.0) -> Entry | None:
+        """The next committed record, waiting up to ``timeout``; None if there is none yet."""
+        if not self.has_next(timeout):
+            return None
+        return next(self)
+
+    @property
+    def position(self) -> Ref | None:
+        """The ref the next record will have, when known."""
+        if self._peeked is not None:
+            return self._peeked.ref
+        if self._cursor is None:
+            return None
+        return Ref(self._cursor.segment.log, self._cursor.offset, self._cursor.next_index)
+
+    def close(self) -> None:
+        if self._cursor is not None:
+            self._cursor.segment.close()
+            self._cursor = None
+        self._closed = True
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- positioning --------------------------------------------------------
+
+    def _segment_exists(self, log: int) -> bool:
+        return os.path.exists(os.path.join(self.directory, segment_name(log)))
+
+    def _open(self, log: int) -> tuple[SegmentFile, SegmentHeaderInfo | LegacyHeaderInfo] | None:
+        """Open segment ``log``; None when it does not exist or is a blank last segment."""
+        if not self._segment_exists(log):
+            return None
+        try:
+            segment = SegmentFile(self.directory, log)
+        except NotALogError:
+            return None  # removed between the check and the open
+        try:
+            if segment.is_blank() and not self._segment_exists(log + 1):
+                segment.close()
+                return None
+            return segment, segment.header()
+        except BaseException:
+            segment.close()
+            raise
+
+    def _first_cursor(self) -> _Cursor | None:
+        logs = list_segments(self.directory)
+        if not logs:
+            return None
+        opened = self._open(logs[0])
+        if opened is None:
+            return None
+        segment, header = opened
+        if isinstance(header, LegacyHeaderInfo):
+            return _LegacyCursor(segment, header, offset=LEGACY_FIRST_RECORD_OFFSET, next_index=1)
+        commit = segment.commit(header)
+        return _Version2Cursor(
+            segment,
+            header,
+            offset=HEADER_SIZE,
+            next_index=header.base_index,
+            last_asqn=NO_ASQN,
+            limit=commit.commit_offset,
+        )
+
+    def _cursor_at(self, ref: Ref, *, inclusive: bool) -> _Cursor:
+        opened = self._open(ref.log)
+        if opened is None:
+            raise InvalidRefError(f"ref {ref}: segment {ref.log} does not exist", path=self.directory, log=ref.log)
+        segment, header = opened
+        try:
+            cursor: _Cursor
+            if isinstance(header, LegacyHeaderInfo):
+                if not LEGACY_FIRST_RECORD_OFFSET <= ref.offset < header.tail:
+                    raise InvalidRefError(
+                        f"ref {ref}: offset outside the segment's records",
+                        path=segment.path,
+                        log=ref.log,
+                        offset=ref.offset,
+                    )
+                cursor = _LegacyCursor(segment, header, offset=ref.offset, next_index=ref.index)
+            else:
+                limit = self._segment_end(segment, header)[0]
+                if not HEADER_SIZE <= ref.offset < limit:
+                    raise InvalidRefError(
+                        f"ref {ref}: offset outside the committed records",
+                        path=segment.path,
+                        log=ref.log,
+                        offset=ref.offset,
+                    )
+                cursor = _Version2Cursor(
+                    segment, header, offset=ref.offset, next_index=ref.index, last_asqn=NO_ASQN, limit=limit
+                )
+            try:
+                entry = cursor.next()
+            except BinlogError as exc:
+                raise InvalidRefError(
+                    f"ref {ref} does not name a valid record: {exc.message}",
+                    path=segment.path,
+                    log=ref.log,
+                    offset=ref.offset,
+                    index=ref.index,
+                ) from exc
+            if entry is None:
+                raise InvalidRefError(f"ref {ref} names no record", path=segment.path, log=ref.log, offset=ref.offset)
+            if inclusive:
+                self._peeked = entry
+            return cursor
+        except BaseException:
+            segment.close()
+            raise
+
+    def _segment_end(self, segment: SegmentFile, header: SegmentHeaderInfo) -> tuple[int, bool]:
+        """Where a version 2 segment's committed records end now, and whether that is final.
+
+        A sealed segment ends at its commit point. An open segment whose
+        successor exists is finished: its end reaches the last valid record
+        below the successor's base index (records synced before the cutover
+        whose slot update was lost).
+        """
+        commit = segment.commit(header)
+        if commit.closed:
+            return commit.commit_offset, True
+        successor = self._open(segment.log + 1)
+        if successor is None:
+            return commit.commit_offset, False
+        successor[0].close()
+        successor_header = successor[1]
+        if isinstance(successor_header, LegacyHeaderInfo):
+            return commit.commit_offset, True
+        scan = segment.scan_tail(commit, stop_before_index=successor_header.base_index)
+        return scan.end, True
+
+    # -- walking ------------------------------------------------------------
+
+    def _peek(self) -> Entry | None:
+        if self._closed:
+            raise BinlogError("reader is closed", path=self.directory)
+        while self._peeked is None:
+            if self._cursor is None:
+                self._cursor = self._first_cursor()
+                if self._cursor is None:
+                    return None
+            try:
+                entry = self._cursor.next()
+            except (CorruptionError, UnsupportedFeatureError) as exc:
+                if not self.tolerant:
+                    raise
+                self._skip_damage(exc)
+                continue
+            if entry is not None:
+                self._peeked = entry
+                break
+            if not self._advance():
+                return None
+        return self._peeked
+
+    def _advance(self) -> bool:
+        """At the end of the cursor's committed records: extend, move on, or report the end."""
+        cursor = self._cursor
+        assert cursor is not None
+        segment = cursor.segment
+        if isinstance(cursor, _LegacyCursor):
+            finished = cursor.final
+            if not finished:
+                legacy = segment.header()
+                assert isinstance(legacy, LegacyHeaderInfo)
+                if legacy.tail > cursor.limit:
+                    cursor.extend(legacy.tail)
+                    return True
+                finished = legacy.closed or self._segment_exists(segment.log + 1)
+        else:
+            assert isinstance(cursor.header, SegmentHeaderInfo)
+            if not cursor.final:
+                end, final = self._segment_end(segment, cursor.header)
+                cursor.final = final
+                if end > cursor.limit:
+                    cursor.extend(end)
+                    return True
+            finished = cursor.final
+        if not finished:
+            return False
+        if not self.follow:
+            self._ended = True
+            return False
+        return self._move_to_successor(cursor)
+
+    def _move_to_successor(self, cursor: _Cursor) -> bool:
+        log = cursor.segment.log
+        opened = self._open(log + 1)
+        if opened is None:
+            later = [n for n in list_segments(self.directory) if n > log + 1]
+            if later:
+                error = ChainBrokenError(
+                    f"segment {log + 1} is missing but {later[0]} exists",
+                    path=self.directory,
+                    log=log + 1,
+                    index=cursor.next_index,
+                )
+                if not self.tolerant:
+                    raise error
+                self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=None))
+                return self._jump_to(later[0], cursor)
+            return False  # sealed, successor not visible yet
+        segment, header = opened
+        next_cursor = self._successor_cursor(segment, header, cursor)
+        cursor.segment.close()
+        self._cursor = next_cursor
+        return True
+
+    def _jump_to(self, log: int, cursor: _Cursor) -> bool:
+        opened = self._open(log)
+        if opened is None:
+            return False
+        segment, header = opened
+        next_cursor = self._successor_cursor(segment, header, cursor, check_chain=False)
+        cursor.segment.close()
+        self._cursor = next_cursor
+        return True
+
+    def _successor_cursor(
+        self,
+        segment: SegmentFile,
+        header: SegmentHeaderInfo | LegacyHeaderInfo,
+        previous: _Cursor,
+        *,
+        check_chain: bool = True,
+    ) -> _Cursor:
+        if isinstance(header, LegacyHeaderInfo):
+            return _LegacyCursor(segment, header, offset=LEGACY_FIRST_RECORD_OFFSET, next_index=previous.next_index)
+        if check_chain and isinstance(previous, _Version2Cursor):
+            problem = None
+            if header.log_id != previous.header.log_id:
+                problem = "belongs to another log (log id differs)"
+            elif header.base_index != previous.next_index:
+                problem = f"starts at index {header.base_index}, the previous segment ends before {previous.next_index}"
+            if problem is not None:
+                error = ChainBrokenError(
+                    f"segment {segment.log} {problem}",
+                    path=segment.path,
+                    log=segment.log,
+                    offset=0,
+                    index=previous.next_index,
+                )
+                if not self.tolerant:
+                    segment.close()
+                    raise error
+                self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=header.base_index))
+        last_asqn = previous.last_asqn if isinstance(previous, _Version2Cursor) else NO_ASQN
+        commit = segment.commit(header)
+        return _Version2Cursor(
+            segment,
+            header,
+            offset=HEADER_SIZE,
+            next_index=header.base_index,
+            last_asqn=last_asqn,
+            limit=commit.commit_offset,
+        )
+
+    def _skip_damage(self, error: BinlogError) -> None:
+        """Tolerant reading: step to the next provably valid record of the segment (spec 10.4)."""
+        cursor = self._cursor
+        assert cursor is not None
+        start = error.offset if error.offset is not None else cursor.offset
+        limit = cursor.limit
+        if isinstance(cursor, _LegacyCursor):
+            # Version 1 records carry nothing to resynchronise on: skip the segment's rest.
+            self.damage.append(Damage.from_error(error, bytes_skipped=cursor.give_up(), next_index=None))
+            return
+        window = cursor.segment.read(start, min(limit - start, RESYNC_WINDOW))
+        found = find_next_record(window, 1, min_index=cursor.next_index)
+        assert isinstance(cursor, _Version2Cursor)
+        if found is None:
+            resume, next_index = start + len(window), cursor.next_index
+        else:
+            resume = start + found
+            next_index = int.from_bytes(window[found + 8 : found + 16], "big")
+        self.damage.append(
+            Damage.from_error(error, bytes_skipped=resume - start, next_index=next_index if found is not None else None)
+        )
+        replacement = _Version2Cursor(
+            cursor.segment, cursor.header, offset=resume, next_index=next_index, last_asqn=NO_ASQN, limit=limit
+        )
+        replacement.final = cursor.final
+        self._cursor = replacement
+
+
+def read_all(directory: str | os.PathLike[str] | Path) -> list[Entry]:
+    """Every committed record of the log, following cutovers."""
+    with Reader(directory) as reader:
+        return list(reader)

@@ -1,0 +1,343 @@
+"""The record codec: bytes in, entries out (spec section 4, "Records").
+
+Nothing here touches a file. ``RecordDecoder`` is fed the bytes of a segment
+from some offset on, in pieces of any size, and yields the entries it can
+prove; the file reader, recovery, the CLI and Spark are adapters around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from ._crc import masked_crc32c
+from ._format import (
+    FRAME_DATA,
+    FRAME_END,
+    FRAME_FIRST_SKIPPABLE,
+    MAX_PAYLOAD_SIZE,
+    MAX_RECORD_LENGTH,
+    MIN_RECORD_LENGTH,
+    NO_ASQN,
+    RECORD_HEADER,
+    RECORD_HEADER_SIZE,
+)
+from ._ref import Ref
+from .errors import (
+    AsqnNotIncreasingError,
+    BinlogError,
+    ChecksumMismatchError,
+    IndexDiscontinuityError,
+    LengthOutOfRangeError,
+    PayloadTooLargeError,
+    TruncatedError,
+    UnsupportedFeatureError,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CRC_END = RECORD_HEADER_SIZE - 4
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One record as a reader returns it.
+
+    ``checked`` is False for legacy version 1 records, which carry no checksum
+    and no index of their own (the reader numbers them).
+    """
+
+    log: int
+    offset: int
+    index: int
+    payload: bytes
+    asqn: int = NO_ASQN
+    timestamp_us: int | None = None
+    checked: bool = True
+
+    @property
+    def ref(self) -> Ref:
+        return Ref(self.log, self.offset, self.index)
+
+    @property
+    def timestamp(self) -> datetime | None:
+        if self.timestamp_us is None:
+            return None
+        return _EPOCH + timedelta(microseconds=self.timestamp_us)
+
+    @property
+    def size(self) -> int:
+        """Bytes the record occupies in its segment, length field included."""
+        overhead = RECORD_HEADER_SIZE if self.checked else 4
+        return overhead + len(self.payload)
+
+
+_SKIPPED = Entry(0, 0, 0, b"")
+
+
+def encode_record(
+    index: int,
+    payload: bytes,
+    *,
+    asqn: int = NO_ASQN,
+    timestamp_us: int = 0,
+    frame: int = FRAME_DATA,
+) -> bytes:
+    """The bytes of one record: the 40-byte record header, then the payload."""
+    if len(payload) > MAX_PAYLOAD_SIZE:
+        raise PayloadTooLargeError(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_SIZE}")
+    head = RECORD_HEADER.pack(
+        MIN_RECORD_LENGTH + len(payload),
+        frame,
+        0,
+        0,
+        index,
+        asqn,
+        timestamp_us,
+        masked_crc32c(payload),
+        0,
+    )[:_CRC_END]
+    return head + masked_crc32c(head).to_bytes(4, "big") + payload
+
+
+@dataclass(frozen=True, slots=True)
+class TailStop:
+    """Why a walk of the bytes beyond the commit point ended, and where."""
+
+    offset: int
+    reason: str  # "end", "unwritten", or the error class of the invalid record
+
+    @property
+    def clean(self) -> bool:
+        return self.reason in ("end", "unwritten")
+
+
+class RecordDecoder:
+    """Walk the records of one segment from ``offset`` on.
+
+    Two modes:
+
+    * committed (``limit`` given): the bytes up to ``limit`` (the commit
+      point) must be whole, valid, contiguous records. Damage raises the
+      typed error of the first failing check, in the order of spec section
+      4.3, after every entry before it has been yielded. Bytes fed beyond
+      ``limit`` are ignored.
+    * tail (``limit`` None): the bytes beyond the commit point are walked
+      while they hold valid records with the expected indexes; the first
+      invalid or incomplete record ends the walk and is recorded in
+      ``stop``. Nothing in the tail is ever an error.
+    """
+
+    def __init__(
+        self,
+        *,
+        log: int,
+        offset: int,
+        next_index: int,
+        last_asqn: int = NO_ASQN,
+        limit: int | None = None,
+    ) -> None:
+        self.log = log
+        self.offset = offset
+        self.next_index = next_index
+        self.last_asqn = last_asqn
+        self.limit = limit
+        self.stop: TailStop | None = None
+        self._buf = b""
+        self._pos = 0
+        self._chunks: list[bytes] = []
+        self._chunk_bytes = 0
+        self._input_ended = False
+
+    @property
+    def done(self) -> bool:
+        """True once the walk can yield nothing more, whatever is fed."""
+        if self.stop is not None:
+            return True
+        return self.limit is not None and self.offset >= self.limit
+
+    def feed(self, data: bytes) -> None:
+        if self.limit is not None:
+            room = self.limit - self.offset - (len(self._buf) - self._pos) - self._chunk_bytes
+            data = data[: max(room, 0)]
+        if data:
+            # Kept aside until a whole record is there: feeding a large record
+            # in small pieces must not copy the buffer once per piece.
+            self._chunks.append(bytes(data))
+            self._chunk_bytes += len(data)
+
+    def _available(self, needed: int) -> bool:
+        """Make at least ``needed`` bytes contiguous in the buffer, if they have been fed."""
+        have = len(self._buf) - self._pos
+        if have >= needed:
+            return True
+        if have + self._chunk_bytes < needed:
+            return False
+        self._buf = self._buf[self._pos :] + b"".join(self._chunks)
+        self._pos = 0
+        self._chunks = []
+        self._chunk_bytes = 0
+        return True
+
+    def end_of_input(self) -> None:
+        """No more bytes will be fed: an incomplete record is now final."""
+        self._input_ended = True
+
+    def wanted(self) -> int:
+        """How many more bytes the next step needs (at least 1 unless done)."""
+        self._available(RECORD_HEADER_SIZE)
+        have = len(self._buf) - self._pos + self._chunk_bytes
+        if have < RECORD_HEADER_SIZE:
+            return RECORD_HEADER_SIZE - have
+        length = int.from_bytes(self._buf[self._pos : self._pos + 4], "big")
+        return max(1, 4 + min(length, MAX_RECORD_LENGTH) - have)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return self
+
+    def __next__(self) -> Entry:
+        entry = self._step()
+        if entry is None:
+            raise StopIteration
+        return entry
+
+    def _fail(self, error: BinlogError) -> Entry | None:
+        if self.limit is not None:
+            raise error
+        self.stop = TailStop(self.offset, error.error_class)
+        return None
+
+    def _step(self) -> Entry | None:
+        while True:
+            entry = self._walk_one()
+            if entry is not _SKIPPED:
+                return entry
+
+    def _walk_one(self) -> Entry | None:
+        if self.done:
+            return None
+        self._available(RECORD_HEADER_SIZE)
+        buf, pos, offset = self._buf, self._pos, self.offset
+        have = len(buf) - pos + self._chunk_bytes
+        bound = self.limit
+        if have < RECORD_HEADER_SIZE:
+            if not self._input_ended:
+                return None
+            self._available(have)
+            buf, pos = self._buf, self._pos
+            if bound is None:
+                reason = "end" if have == 0 else "unwritten" if have > 4 and buf[pos + 4] == FRAME_END else None
+                if reason is not None:
+                    self.stop = TailStop(offset, reason)
+                    return None
+            return self._fail(
+                TruncatedError(
+                    f"record header needs {RECORD_HEADER_SIZE} bytes, {have} left",
+                    log=self.log,
+                    offset=offset,
+                    index=self.next_index,
+                )
+            )
+        if bound is None and buf[pos + 4] == FRAME_END:
+            self.stop = TailStop(offset, "unwritten")
+            return None
+        (length, frame, flags, reserved, index, asqn, timestamp_us, payload_crc, header_crc) = (
+            RECORD_HEADER.unpack_from(buf, pos)
+        )
+        view = memoryview(buf)
+        if masked_crc32c(view[pos : pos + _CRC_END]) != header_crc:
+            return self._fail(
+                ChecksumMismatchError(
+                    "record header checksum mismatch", log=self.log, offset=offset, index=self.next_index
+                )
+            )
+        if frame == FRAME_END or (frame != FRAME_DATA and frame < FRAME_FIRST_SKIPPABLE) or flags or reserved:
+            return self._fail(
+                UnsupportedFeatureError(
+                    f"unknown frame type {frame}, flags {flags:#x} or reserved {reserved:#x}",
+                    log=self.log,
+                    offset=offset,
+                    index=self.next_index,
+                )
+            )
+        end = offset + 4 + length
+        if length < MIN_RECORD_LENGTH or length > MAX_RECORD_LENGTH or (bound is not None and end > bound):
+            return self._fail(
+                LengthOutOfRangeError(
+                    f"record length {length} out of range" + ("" if bound is None else f" (commit point at {bound})"),
+                    log=self.log,
+                    offset=offset,
+                    index=self.next_index,
+                )
+            )
+        if not self._available(4 + length):
+            have = len(self._buf) - self._pos + self._chunk_bytes
+            if not self._input_ended:
+                return None
+            return self._fail(
+                TruncatedError(
+                    f"record of {4 + length} bytes, {have} left",
+                    log=self.log,
+                    offset=offset,
+                    index=self.next_index,
+                )
+            )
+        buf, pos = self._buf, self._pos
+        view = memoryview(buf)
+        payload_start = pos + RECORD_HEADER_SIZE
+        payload_end = pos + 4 + length
+        if masked_crc32c(view[payload_start:payload_end]) != payload_crc:
+            return self._fail(
+                ChecksumMismatchError("payload checksum mismatch", log=self.log, offset=offset, index=self.next_index)
+            )
+        if index != self.next_index:
+            return self._fail(
+                IndexDiscontinuityError(
+                    f"record carries index {index}, expected {self.next_index}",
+                    log=self.log,
+                    offset=offset,
+                    index=self.next_index,
+                )
+            )
+        if asqn != NO_ASQN and (asqn < NO_ASQN or asqn <= self.last_asqn):
+            return self._fail(
+                AsqnNotIncreasingError(
+                    f"asqn {asqn} not above the previous {self.last_asqn}",
+                    log=self.log,
+                    offset=offset,
+                    index=index,
+                )
+            )
+        self._pos = payload_end
+        self.offset = end
+        if frame != FRAME_DATA:
+            # A skippable frame of a later minor version: verified, not returned,
+            # and it does not consume an index.
+            return _SKIPPED
+        self.next_index = index + 1
+        if asqn != NO_ASQN:
+            self.last_asqn = asqn
+        return Entry(self.log, offset, index, bytes(view[payload_start:payload_end]), asqn, timestamp_us)
+
+
+def find_next_record(data: bytes, start: int, *, min_index: int) -> int | None:
+    """Resynchronise: the first position at or after ``start`` where ``data``
+    holds a whole valid record whose index is at least ``min_index``.
+
+    Used by tolerant readers to step over damage (spec section 8.4) and by
+    readers that start at an arbitrary byte offset.
+    """
+    view = memoryview(data)
+    last = len(data) - RECORD_HEADER_SIZE
+    for pos in range(start, last + 1):
+        if data[pos + 4] != FRAME_DATA:
+            continue
+        fields = RECORD_HEADER.unpack_from(data, pos)
+        length, index, payload_crc, header_crc = fields[0], fields[4], fields[7], fields[8]
+        if masked_crc32c(view[pos : pos + _CRC_END]) != header_crc:
+            continue
+        if index < min_index or length < MIN_RECORD_LENGTH or pos + 4 + length > len(data):
+            continue
+        if masked_crc32c(view[pos + RECORD_HEADER_SIZE : pos + 4 + length]) == payload_crc:
+            return pos
+    return None

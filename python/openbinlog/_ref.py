@@ -1,0 +1,56 @@
+"""Refs: the language-neutral position of a record, ``(log, offset, index)``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from construct import ConstructError
+
+from ._format import RefBinary
+from .errors import InvalidRefError
+
+_TEXT = re.compile(r"^(\d{1,10}):(\d{1,20}):(\d{1,20})$")
+_U4 = 2**32
+_U8 = 2**64
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Ref:
+    """Where a record lives: its segment's log number, its byte offset, its index.
+
+    The text form is ``LOG:OFFSET:INDEX`` in decimal (``1:256:1``); the binary
+    form is 20 bytes, big-endian ``u4 u8 u8``. A ref is checked when a reader
+    resumes from it: the record at that offset must carry that index.
+    """
+
+    log: int
+    offset: int
+    index: int
+
+    def __post_init__(self) -> None:
+        if not (0 < self.log < _U4 and 0 <= self.offset < _U8 and 0 <= self.index < _U8):
+            raise InvalidRefError(f"ref fields out of range: {self.log}:{self.offset}:{self.index}")
+
+    def __str__(self) -> str:
+        return f"{self.log}:{self.offset}:{self.index}"
+
+    @classmethod
+    def parse(cls, text: str) -> Ref:
+        match = _TEXT.match(text.strip())
+        if match is None:
+            raise InvalidRefError(f"not a ref (expected LOG:OFFSET:INDEX): {text!r}")
+        return cls(int(match[1]), int(match[2]), int(match[3]))
+
+    def to_bytes(self) -> bytes:
+        return bytes(RefBinary.build({"log_number": self.log, "offset": self.offset, "index": self.index}))
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Ref:
+        if len(data) != RefBinary.sizeof():
+            raise InvalidRefError(f"a binary ref is {RefBinary.sizeof()} bytes, got {len(data)}")
+        try:
+            fields = RefBinary.parse(data)
+        except ConstructError as exc:  # pragma: no cover - fixed-size parse of enough bytes
+            raise InvalidRefError(f"unreadable binary ref: {exc}") from exc
+        return cls(fields.log_number, fields.offset, fields.index)

@@ -1,0 +1,176 @@
+"""Read-only access to the segments of a log directory, and the tail scan.
+
+Readers open segments with ``O_RDONLY`` and never lock, write or truncate;
+the writer reaches the same parsing through its own file operations.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ._format import HEADER_SIZE, SEGMENT_NAME, segment_name
+from ._records import RecordDecoder, TailStop
+from ._segment import (
+    CommitState,
+    LegacyHeaderInfo,
+    SegmentHeaderInfo,
+    active_commit,
+    is_blank_header,
+    parse_header,
+)
+from .errors import BinlogError, BinlogIOError, NotALogError
+
+READ_CHUNK = 1 << 20
+
+ReadAt = Callable[[int, int], bytes]
+
+
+def io_error(exc: OSError, path: str, what: str) -> BinlogIOError:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return NotALogError(f"{what}: {exc.strerror}", path=path)
+    return BinlogIOError(f"{what}: {exc.strerror or exc}", path=path)
+
+
+def list_segments(directory: str) -> list[int]:
+    """The log numbers of the segment files present, ascending."""
+    try:
+        names = os.listdir(directory)
+    except OSError as exc:
+        raise io_error(exc, directory, "cannot list the log directory") from exc
+    return sorted(int(match[1]) for name in names if (match := SEGMENT_NAME.match(name)))
+
+
+@dataclass(frozen=True, slots=True)
+class TailScan:
+    """What lies beyond a segment's commit point."""
+
+    commit_offset: int
+    end: int
+    next_index: int
+    last_asqn: int
+    last_timestamp_us: int
+    records: int
+    stop: TailStop
+    file_size: int
+
+    @property
+    def extra_bytes(self) -> int:
+        """Bytes after the last valid record: what recovery truncates or zeroes."""
+        return max(self.file_size - self.end, 0)
+
+
+def scan_tail(
+    read_at: ReadAt,
+    *,
+    log: int,
+    commit: CommitState,
+    file_size: int,
+    stop_before_index: int | None = None,
+) -> TailScan:
+    """Walk the valid records beyond the commit point (spec section 7).
+
+    ``stop_before_index`` bounds the walk of a finished segment: records whose
+    index reaches the successor's base index are not part of this segment.
+    """
+    decoder = RecordDecoder(
+        log=log, offset=commit.commit_offset, next_index=commit.next_index, last_asqn=commit.last_asqn
+    )
+    fed = commit.commit_offset
+    records = 0
+    last_timestamp = commit.last_timestamp_us
+    while True:
+        if stop_before_index is not None and decoder.next_index >= stop_before_index:
+            stop = TailStop(decoder.offset, "successor")
+            break
+        entry = next(decoder, None)
+        if entry is not None:
+            records += 1
+            last_timestamp = entry.timestamp_us if entry.timestamp_us is not None else last_timestamp
+            continue
+        if decoder.stop is not None:
+            stop = decoder.stop
+            break
+        if fed >= file_size:
+            decoder.end_of_input()
+            continue
+        want = min(max(decoder.wanted(), READ_CHUNK), file_size - fed)
+        data = read_at(fed, want)
+        if not data:
+            file_size = fed
+            continue
+        decoder.feed(data)
+        fed += len(data)
+    return TailScan(
+        commit_offset=commit.commit_offset,
+        end=decoder.offset,
+        next_index=decoder.next_index,
+        last_asqn=decoder.last_asqn,
+        last_timestamp_us=last_timestamp,
+        records=records,
+        stop=stop,
+        file_size=file_size,
+    )
+
+
+class SegmentFile:
+    """One segment opened read-only."""
+
+    def __init__(self, directory: str, log: int) -> None:
+        self.directory = directory
+        self.log = log
+        self.path = os.path.join(directory, segment_name(log))
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise io_error(exc, self.path, "cannot open segment") from exc
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> SegmentFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def read(self, offset: int, size: int) -> bytes:
+        try:
+            return os.pread(self.fd, size, offset)
+        except OSError as exc:
+            raise BinlogIOError(
+                f"read of {size} bytes failed: {exc.strerror}", path=self.path, log=self.log, offset=offset
+            ) from exc
+
+    def size(self) -> int:
+        try:
+            return os.fstat(self.fd).st_size
+        except OSError as exc:  # pragma: no cover - fstat of an open descriptor
+            raise BinlogIOError(f"fstat failed: {exc.strerror}", path=self.path, log=self.log) from exc
+
+    def is_blank(self) -> bool:
+        return is_blank_header(self.read(0, HEADER_SIZE))
+
+    def header(self) -> SegmentHeaderInfo | LegacyHeaderInfo:
+        data = self.read(0, HEADER_SIZE)
+        try:
+            return parse_header(data, log=self.log)
+        except BinlogError as exc:
+            raise exc.located(path=self.path) from None
+
+    def commit(self, header: SegmentHeaderInfo) -> CommitState:
+        """Re-read the commit slots: the published commit point moves while writers append."""
+        data = self.read(0, HEADER_SIZE)
+        try:
+            return active_commit(data, base_index=header.base_index, log=self.log)
+        except BinlogError as exc:
+            raise exc.located(path=self.path) from None
+
+    def scan_tail(self, commit: CommitState, *, stop_before_index: int | None = None) -> TailScan:
+        return scan_tail(
+            self.read, log=self.log, commit=commit, file_size=self.size(), stop_before_index=stop_before_index
+        )

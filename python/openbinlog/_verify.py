@@ -1,0 +1,172 @@
+"""Verification and recovery as library calls: typed reports, repair only on request."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ._reader import Damage, Reader
+from ._segment import LegacyHeaderInfo
+from ._segment_file import SegmentFile, list_segments
+from ._writer import RecoveryAction, Writer
+from .errors import BinlogError
+
+
+@dataclass
+class TailReport:
+    """Bytes beyond the last segment's commit point: never damage, only what recovery would do."""
+
+    commit_offset: int
+    valid_end: int
+    adoptable_records: int
+    extra_bytes: int
+    stop_reason: str
+
+
+@dataclass
+class SegmentReport:
+    log: int
+    path: str
+    version: int
+    state: str  # open, sealed, finished (a successor exists), blank
+    base_index: int | None
+    records: int = 0
+    first_index: int | None = None
+    last_index: int | None = None
+    commit_offset: int | None = None
+    file_size: int = 0
+    tail: TailReport | None = None
+
+
+@dataclass
+class VerifyReport:
+    directory: str
+    segments: list[SegmentReport] = field(default_factory=list)
+    damage: list[Damage] = field(default_factory=list)
+    records: int = 0
+    first_index: int | None = None
+    last_index: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when every committed byte checked out (a torn tail is not damage)."""
+        return not self.damage
+
+    def to_dict(self) -> dict[str, Any]:
+        result = asdict(self)
+        result["ok"] = self.ok
+        return result
+
+
+def _describe(directory: str, log: int, has_successor: bool) -> SegmentReport:
+    with SegmentFile(directory, log) as segment:
+        size = segment.size()
+        if segment.is_blank():
+            return SegmentReport(log, segment.path, 0, "blank", None, file_size=size)
+        header = segment.header()
+        if isinstance(header, LegacyHeaderInfo):
+            state = "sealed" if header.closed else "finished" if has_successor else "open"
+            return SegmentReport(log, segment.path, 1, state, None, commit_offset=header.tail, file_size=size)
+        commit = segment.commit(header)
+        state = "sealed" if commit.closed else "finished" if has_successor else "open"
+        report = SegmentReport(
+            log, segment.path, 2, state, header.base_index, commit_offset=commit.commit_offset, file_size=size
+        )
+        if state == "open":
+            scan = segment.scan_tail(commit)
+            report.tail = TailReport(
+                commit.commit_offset,
+                scan.end,
+                scan.records,
+                scan.extra_bytes if not header.preallocated else 0,
+                scan.stop.reason,
+            )
+        return report
+
+
+def verify(directory: str | os.PathLike[str]) -> VerifyReport:
+    """Check every committed record of the log; report damage instead of raising.
+
+    Damage is reported with segment, offset and index; reading resumes at the
+    next provably valid record. Bytes beyond the commit point are described
+    in the last segment's ``tail`` and are never damage.
+    """
+    path = os.fspath(directory)
+    report = VerifyReport(path)
+    logs = list_segments(path)
+    present = set(logs)
+    by_log: dict[int, SegmentReport] = {}
+    for log in logs:
+        try:
+            segment_report = _describe(path, log, log + 1 in present)
+        except BinlogError as exc:
+            report.damage.append(Damage.from_error(exc.located(path=path, log=log), bytes_skipped=0, next_index=None))
+            continue
+        report.segments.append(segment_report)
+        by_log[log] = segment_report
+    if report.damage:
+        return report
+    reader = Reader(path, tolerant=True)
+    try:
+        for entry in reader:
+            report.records += 1
+            if report.first_index is None:
+                report.first_index = entry.index
+            report.last_index = entry.index
+            seg = by_log.get(entry.log)
+            if seg is not None:
+                seg.records += 1
+                seg.first_index = entry.index if seg.first_index is None else seg.first_index
+                seg.last_index = entry.index
+    except BinlogError as exc:
+        report.damage.append(Damage.from_error(exc, bytes_skipped=0, next_index=None))
+    finally:
+        reader.close()
+    report.damage[:0] = reader.damage
+    return report
+
+
+def recover(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list[RecoveryAction]:
+    """Bring the log to a state a writer may append to; return what was (or would be) done.
+
+    Recovery never touches committed data: damage at or below a commit
+    point raises instead. With ``dry_run`` nothing is written.
+    """
+    path = os.fspath(directory)
+    if dry_run:
+        report = verify(path)
+        actions: list[RecoveryAction] = []
+        for name in sorted(os.listdir(path)):
+            if name.startswith(".") and name.endswith(".tmp"):
+                actions.append(RecoveryAction("remove_temp", os.path.join(path, name)))
+        for seg in report.segments:
+            if seg.state == "blank" and seg is report.segments[-1]:
+                actions.append(RecoveryAction("remove_blank_segment", seg.path, log=seg.log))
+            tail = seg.tail
+            if tail is None:
+                continue
+            if tail.adoptable_records:
+                actions.append(
+                    RecoveryAction(
+                        "adopt_records",
+                        seg.path,
+                        log=seg.log,
+                        offset=tail.commit_offset,
+                        records=tail.adoptable_records,
+                    )
+                )
+            if tail.extra_bytes:
+                actions.append(
+                    RecoveryAction(
+                        "truncate_tail",
+                        seg.path,
+                        log=seg.log,
+                        offset=tail.valid_end,
+                        bytes=tail.extra_bytes,
+                        detail=tail.stop_reason,
+                    )
+                )
+        return actions
+    with Writer(path) as writer:
+        return list(writer.recovery)

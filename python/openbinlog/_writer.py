@@ -1,0 +1,634 @@
+"""The writer: append, commit, cut over (spec sections 6 to 9).
+
+One ``Writer`` may be shared by threads: concurrent appends are committed
+together, one sync for the whole group. Writers in several processes
+interleave their commits under the directory's lock. Every file operation
+goes through a ``FileSystem`` so tests can record and crash it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import Literal
+
+from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SEGMENT_NAME, segment_name
+from ._fs import FileSystem, OsFileSystem
+from ._records import RecordDecoder, encode_record
+from ._ref import Ref
+from ._segment import (
+    CommitState,
+    LegacyHeaderInfo,
+    SegmentHeaderInfo,
+    active_commit,
+    build_header,
+    encode_mirror,
+    encode_slot,
+    is_blank_header,
+    parse_header,
+)
+from ._segment_file import READ_CHUNK, TailScan, scan_tail
+from .errors import (
+    AsqnOrderError,
+    BinlogError,
+    BinlogIOError,
+    LegacyLogError,
+    PayloadTooLargeError,
+    WriterClosedError,
+    WriterFailedError,
+)
+
+Durability = Literal["sync", "group", "os", "strict"]
+DURABILITY_MODES: tuple[Durability, ...] = ("sync", "group", "os", "strict")
+LOCK_NAME = "LOCK"
+TEMP_NAME = re.compile(r"^\.\d{8}\.dat\.[0-9a-f]+\.tmp$")
+ZERO_CHUNK = bytes(1 << 20)
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass
+class _Ticket:
+    payload: bytes
+    asqn: int
+    ref: Ref | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+@dataclass
+class _OpenSegment:
+    log: int
+    path: str
+    fd: int
+    header: SegmentHeaderInfo
+    tail_checked: bool = False
+
+
+@dataclass
+class RecoveryAction:
+    """One change recovery made (or would make) to the directory."""
+
+    action: str  # truncate_tail, zero_tail, adopt_records, remove_temp, remove_blank_segment, seal, create_successor
+    path: str
+    log: int | None = None
+    offset: int | None = None
+    bytes: int = 0
+    records: int = 0
+    detail: str = ""
+
+
+class Writer:
+    """Append records to the log in ``directory``, creating it if needed.
+
+    ``durability``: ``sync`` (default: every commit is on disk before
+    ``append`` returns), ``group`` (waits ``group_delay`` seconds to gather
+    more appenders into one sync), ``os`` (no sync: survives a crash of the
+    process, not of the machine), ``strict`` (also syncs the published commit
+    point). ``preallocate`` creates segments of that many bytes, zero-filled,
+    and rolls to a new one when the next record does not fit;
+    ``max_segment_bytes`` cuts over once a segment has grown past it.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        durability: Durability = "sync",
+        group_delay: float = 0.002,
+        preallocate: int | None = None,
+        max_segment_bytes: int | None = None,
+        verify_on_open: bool = True,
+        fs: FileSystem | None = None,
+        clock_us: Callable[[], int] = _now_us,
+    ) -> None:
+        if durability not in DURABILITY_MODES:
+            raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
+        if preallocate is not None and preallocate < HEADER_SIZE + RECORD_HEADER_SIZE:
+            raise ValueError(f"preallocate must be at least {HEADER_SIZE + RECORD_HEADER_SIZE} bytes")
+        self.directory = os.fspath(directory)
+        self.durability = durability
+        self.group_delay = group_delay
+        self.preallocate = preallocate
+        self.max_segment_bytes = max_segment_bytes
+        self.recovery: list[RecoveryAction] = []
+        self._fs: FileSystem = fs or OsFileSystem()
+        self._clock_us = clock_us
+        self._cond = threading.Condition()
+        self._io_mutex = threading.Lock()
+        self._pending: list[_Ticket] = []
+        self._leader_active = False
+        self._failed: BaseException | None = None
+        self._closed = False
+        self._segment: _OpenSegment | None = None
+        self._make_directory()
+        try:
+            self._lock_fd = self._fs.open_write(os.path.join(self.directory, LOCK_NAME), create=True)
+        except OSError as exc:
+            raise BinlogIOError(f"cannot open the lock file: {exc.strerror}", path=self.directory) from exc
+        try:
+            with self._os_errors("cannot open the log for writing"), self._locked():
+                self._open_last(verify=verify_on_open)
+        except BaseException:
+            self._release_files()
+            raise
+
+    # -- public API ---------------------------------------------------------
+
+    def append(self, payload: bytes, *, asqn: int = NO_ASQN) -> Ref:
+        """Append one record; return its ref once it is committed."""
+        return self._submit([_Ticket(bytes(payload), asqn)])[0]
+
+    def append_many(self, payloads: Iterable[bytes | tuple[bytes, int]]) -> list[Ref]:
+        """Append records in one commit (all visible together); return their refs."""
+        tickets = [
+            _Ticket(bytes(item[0]), item[1]) if isinstance(item, tuple) else _Ticket(bytes(item), NO_ASQN)
+            for item in payloads
+        ]
+        return self._submit(tickets) if tickets else []
+
+    def cutover(self) -> int:
+        """Seal the last segment and start the next one; return the new log number."""
+        self._check_usable()
+        with self._os_errors("cutover failed"), self._locked():
+            segment, commit = self._prepare()
+            return self._cut_over(segment, commit).log
+
+    def close(self) -> None:
+        with self._cond:
+            while self._leader_active:
+                self._cond.wait()
+            if self._closed:
+                return
+            self._closed = True
+        with self._io_mutex:
+            self._release_files()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- group commit -------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise WriterClosedError("writer is closed", path=self.directory)
+        if self._failed is not None:
+            raise WriterFailedError(
+                f"an earlier write or sync failed ({self._failed}); reopen the log to continue", path=self.directory
+            )
+
+    def _submit(self, tickets: list[_Ticket]) -> list[Ref]:
+        for ticket in tickets:
+            if len(ticket.payload) > MAX_PAYLOAD_SIZE:
+                raise PayloadTooLargeError(
+                    f"payload of {len(ticket.payload)} bytes exceeds {MAX_PAYLOAD_SIZE}", path=self.directory
+                )
+        with self._cond:
+            self._check_usable()
+            self._pending.extend(tickets)
+            last = tickets[-1]
+            while not last.done:
+                if self._leader_active:
+                    self._cond.wait()
+                    continue
+                self._leader_active = True
+                try:
+                    if self.durability == "group" and self.group_delay > 0:
+                        self._cond.release()
+                        try:
+                            time.sleep(self.group_delay)
+                        finally:
+                            self._cond.acquire()
+                    batch, self._pending = self._pending, []
+                    self._cond.release()
+                    try:
+                        self._commit(batch)
+                    finally:
+                        self._cond.acquire()
+                finally:
+                    self._leader_active = False
+                    self._cond.notify_all()
+        for ticket in tickets:
+            if ticket.error is not None:
+                raise ticket.error
+        return [ticket.ref for ticket in tickets if ticket.ref is not None]
+
+    def _commit(self, batch: list[_Ticket]) -> None:
+        try:
+            if self._failed is not None:
+                raise WriterFailedError(
+                    "an earlier write or sync failed; reopen the log to continue", path=self.directory
+                )
+            with self._locked():
+                segment, commit = self._prepare()
+                todo = batch
+                while todo:
+                    todo, segment, commit = self._commit_some(todo, segment, commit)
+        except BaseException as exc:
+            error: BaseException = exc
+            if isinstance(exc, OSError):
+                error = BinlogIOError(
+                    f"write or sync failed, nothing of this commit is acknowledged: {exc}", path=self.directory
+                )
+            if isinstance(error, BinlogIOError):
+                self._failed = error
+            for ticket in batch:
+                if not ticket.done:
+                    ticket.error = error
+                    ticket.done = True
+
+    def _commit_some(
+        self, tickets: list[_Ticket], segment: _OpenSegment, commit: CommitState
+    ) -> tuple[list[_Ticket], _OpenSegment, CommitState]:
+        """Write, sync and publish as many of ``tickets`` as fit in ``segment``."""
+        capacity = segment.header.capacity or None
+        offset, index = commit.commit_offset, commit.next_index
+        last_asqn, last_timestamp = commit.last_asqn, commit.last_timestamp_us
+        now = max(self._clock_us(), last_timestamp)
+        parts: list[bytes] = []
+        written: list[tuple[_Ticket, Ref]] = []
+        rest: list[_Ticket] = []
+        for position, ticket in enumerate(tickets):
+            if ticket.asqn != NO_ASQN and (ticket.asqn < 0 or ticket.asqn <= last_asqn):
+                ticket.error = AsqnOrderError(
+                    f"asqn {ticket.asqn} is not above the log's last asqn {last_asqn}", path=self.directory, index=index
+                )
+                ticket.done = True
+                continue
+            record = encode_record(index, ticket.payload, asqn=ticket.asqn, timestamp_us=now)
+            if capacity is not None and offset + len(record) > capacity:
+                if offset == HEADER_SIZE:
+                    ticket.error = PayloadTooLargeError(
+                        f"a record of {len(record)} bytes cannot fit a preallocated segment of {capacity}",
+                        path=self.directory,
+                    )
+                    ticket.done = True
+                    continue
+                rest = tickets[position:]
+                break
+            parts.append(record)
+            written.append((ticket, Ref(segment.log, offset, index)))
+            offset += len(record)
+            index += 1
+            if ticket.asqn != NO_ASQN:
+                last_asqn = ticket.asqn
+        if written:
+            self._fs.pwrite(segment.fd, b"".join(parts), commit.commit_offset)
+            if self.durability != "os":
+                self._fs.fdatasync(segment.fd)
+            commit = replace(
+                commit,
+                generation=commit.generation + 1,
+                commit_offset=offset,
+                next_index=index,
+                last_asqn=last_asqn,
+                last_timestamp_us=now,
+            )
+            self._publish(segment, commit)
+            for ticket, ref in written:
+                ticket.ref = ref
+                ticket.done = True
+        full = bool(rest) or (self.max_segment_bytes is not None and commit.commit_offset >= self.max_segment_bytes)
+        if full:
+            segment = self._cut_over(segment, commit)
+            commit = self._read_commit(segment)
+        return rest, segment, commit
+
+    # -- files and the lock ---------------------------------------------------
+
+    def _make_directory(self) -> None:
+        missing: list[str] = []
+        path = os.path.abspath(self.directory)
+        while not self._fs.exists(path):
+            missing.append(path)
+            path = os.path.dirname(path)
+        for path in reversed(missing):
+            try:
+                self._fs.mkdir(path)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise BinlogIOError(f"cannot create the log directory: {exc.strerror}", path=path) from exc
+            self._fs.fsync_dir(os.path.dirname(path))
+        if not os.path.isdir(self.directory):
+            raise BinlogIOError("not a directory", path=self.directory)
+
+    @contextmanager
+    def _os_errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise BinlogIOError(f"{what}: {exc}", path=getattr(exc, "filename", None) or self.directory) from exc
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._io_mutex:
+            try:
+                self._fs.lock(self._lock_fd)
+            except OSError as exc:
+                raise BinlogIOError(f"cannot lock the log: {exc.strerror}", path=self.directory) from exc
+            try:
+                yield
+            finally:
+                self._fs.unlock(self._lock_fd)
+
+    def _release_files(self) -> None:
+        if self._segment is not None:
+            self._fs.close(self._segment.fd)
+            self._segment = None
+        if getattr(self, "_lock_fd", -1) >= 0:
+            self._fs.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    def _read_commit(self, segment: _OpenSegment) -> CommitState:
+        data = self._fs.pread(segment.fd, HEADER_SIZE, 0)
+        try:
+            return active_commit(data, base_index=segment.header.base_index, log=segment.log)
+        except BinlogError as exc:
+            raise exc.located(path=segment.path) from None
+
+    def _publish(self, segment: _OpenSegment, commit: CommitState) -> None:
+        at, raw = encode_slot(commit)
+        self._fs.pwrite(segment.fd, raw, at)
+        at, raw = encode_mirror(commit, segment.log)
+        self._fs.pwrite(segment.fd, raw, at)
+        if self.durability == "strict":
+            self._fs.fdatasync(segment.fd)
+
+    # -- finding, recovering and creating segments ----------------------------
+
+    def _prepare(self) -> tuple[_OpenSegment, CommitState]:
+        """Under the lock: the last segment, its commit state, and a clean tail."""
+        segment = self._segment
+        if segment is not None and self._fs.exists(self._path(segment_name(segment.log + 1))):
+            self._fs.close(segment.fd)
+            self._segment = segment = None
+        if segment is None:
+            segment = self._open_last(verify=False)
+        commit = self._read_commit(segment)
+        if commit.closed:
+            # Sealed, yet no successor: a cutover stopped after sealing. Finish it.
+            segment = self._create_successor(segment, commit)
+            commit = self._read_commit(segment)
+        return segment, self._recover_tail(segment, commit)
+
+    def _open_last(self, *, verify: bool) -> _OpenSegment:
+        names = self._fs.listdir(self.directory)
+        removed = False
+        for name in names:
+            if TEMP_NAME.match(name):
+                self._fs.unlink(self._path(name))
+                self.recovery.append(RecoveryAction("remove_temp", self._path(name)))
+                removed = True
+        logs = sorted(int(match[1]) for name in names if (match := SEGMENT_NAME.match(name)))
+        while logs:
+            last = logs[-1]
+            path = self._path(segment_name(last))
+            fd = self._fs.open_write(path)
+            data = self._fs.pread(fd, HEADER_SIZE, 0)
+            if not is_blank_header(data):
+                break
+            # Its header never became durable, so it never held a record.
+            self._fs.close(fd)
+            self._fs.unlink(path)
+            self.recovery.append(RecoveryAction("remove_blank_segment", path, log=last))
+            removed = True
+            logs.pop()
+        if removed:
+            self._fs.fsync_dir(self.directory)
+        if not logs:
+            segment = self._create_segment(
+                1, log_id=secrets.token_bytes(16), base_index=1, last_asqn=NO_ASQN, last_timestamp_us=0
+            )
+            self._segment = segment
+            return segment
+        try:
+            header = parse_header(data, log=last)
+        except BinlogError as exc:
+            self._fs.close(fd)
+            raise exc.located(path=path) from None
+        if isinstance(header, LegacyHeaderInfo):
+            self._fs.close(fd)
+            raise LegacyLogError(
+                "a version 1 (jPOS-EE) log is read-only: writers write version 2 only", path=path, log=last
+            )
+        segment = _OpenSegment(last, path, fd, header)
+        self._segment = segment
+        if verify:
+            self._verify_committed(segment)
+        if len(logs) > 1:
+            self._seal_finished(logs[-2], header)
+        return segment
+
+    def _verify_committed(self, segment: _OpenSegment) -> None:
+        """Refuse to append after committed data that does not check out."""
+        commit = self._read_commit(segment)
+        decoder = RecordDecoder(
+            log=segment.log, offset=HEADER_SIZE, next_index=segment.header.base_index, limit=commit.commit_offset
+        )
+        fed = HEADER_SIZE
+        try:
+            while not decoder.done:
+                if next(decoder, None) is not None:
+                    continue
+                if decoder.done:
+                    break
+                data = self._fs.pread(
+                    segment.fd, min(max(decoder.wanted(), READ_CHUNK), commit.commit_offset - fed), fed
+                )
+                if not data:
+                    decoder.end_of_input()
+                    continue
+                decoder.feed(data)
+                fed += len(data)
+        except BinlogError as exc:
+            raise exc.located(path=segment.path) from None
+
+    def _seal_finished(self, log: int, successor: SegmentHeaderInfo) -> None:
+        """Seal a predecessor left open by a cutover that stopped before sealing."""
+        path = self._path(segment_name(log))
+        fd = self._fs.open_write(path)
+        try:
+            data = self._fs.pread(fd, HEADER_SIZE, 0)
+            header = parse_header(data, log=log)
+            if isinstance(header, LegacyHeaderInfo) or header.commit.closed:
+                return
+            scan = scan_tail(
+                lambda offset, size: self._fs.pread(fd, size, offset),
+                log=log,
+                commit=header.commit,
+                file_size=self._fs.size(fd),
+                stop_before_index=successor.base_index,
+            )
+            if scan.next_index != successor.base_index:
+                return  # the chain is broken; readers report it, a writer does not paper over it
+            segment = _OpenSegment(log, path, fd, header)
+            commit = self._settle_tail(segment, header.commit, scan)
+            self._publish(segment, replace(commit, generation=commit.generation + 1, next_log_number=successor.log))
+            self._fs.fdatasync(fd)
+            self.recovery.append(RecoveryAction("seal", path, log=log, offset=commit.commit_offset))
+        except BinlogError as exc:
+            raise exc.located(path=path) from None
+        finally:
+            self._fs.close(fd)
+
+    def _recover_tail(self, segment: _OpenSegment, commit: CommitState) -> CommitState:
+        """Adopt the valid records beyond the commit point, remove the rest (spec 7).
+
+        A crashed process leaves bytes right at the commit point, so one probe
+        per commit finds it; holes (zeros, then data) only come from a power
+        loss, after which every writer starts by checking the whole tail once.
+        """
+        size = self._fs.size(segment.fd)
+        if size <= commit.commit_offset:
+            segment.tail_checked = True
+            return commit
+        if segment.header.preallocated and segment.tail_checked:
+            probe = self._fs.pread(segment.fd, RECORD_HEADER_SIZE, commit.commit_offset)
+            if probe == ZERO_CHUNK[: len(probe)]:
+                return commit
+        scan = scan_tail(
+            lambda offset, count: self._fs.pread(segment.fd, count, offset),
+            log=segment.log,
+            commit=commit,
+            file_size=size,
+        )
+        segment.tail_checked = True
+        return self._settle_tail(segment, commit, scan)
+
+    def _settle_tail(self, segment: _OpenSegment, commit: CommitState, scan: TailScan) -> CommitState:
+        changed = False
+        if scan.extra_bytes:
+            if segment.header.preallocated:
+                changed = self._zero_fill(segment, scan.end, scan.file_size)
+                action = "zero_tail"
+            else:
+                self._fs.truncate(segment.fd, scan.end)
+                changed, action = True, "truncate_tail"
+            if changed:
+                self.recovery.append(
+                    RecoveryAction(
+                        action,
+                        segment.path,
+                        log=segment.log,
+                        offset=scan.end,
+                        bytes=scan.extra_bytes,
+                        detail=scan.stop.reason,
+                    )
+                )
+        if scan.records:
+            self.recovery.append(
+                RecoveryAction(
+                    "adopt_records", segment.path, log=segment.log, offset=commit.commit_offset, records=scan.records
+                )
+            )
+        if not changed and not scan.records:
+            return commit
+        self._fs.fdatasync(segment.fd)
+        if not scan.records:
+            return commit
+        adopted = replace(
+            commit,
+            generation=commit.generation + 1,
+            commit_offset=scan.end,
+            next_index=scan.next_index,
+            last_asqn=scan.last_asqn,
+            last_timestamp_us=scan.last_timestamp_us,
+        )
+        self._publish(segment, adopted)
+        self._fs.fdatasync(segment.fd)
+        return adopted
+
+    def _zero_fill(self, segment: _OpenSegment, start: int, end: int) -> bool:
+        """Zero every non-zero byte in [start, end): stale records must never be adopted later."""
+        changed = False
+        offset = start
+        while offset < end:
+            size = min(len(ZERO_CHUNK), end - offset)
+            if self._fs.pread(segment.fd, size, offset) != ZERO_CHUNK[:size]:
+                self._fs.pwrite(segment.fd, ZERO_CHUNK[:size], offset)
+                changed = True
+            offset += size
+        return changed
+
+    def _create_segment(
+        self, log: int, *, log_id: bytes, base_index: int, last_asqn: int, last_timestamp_us: int
+    ) -> _OpenSegment:
+        """Steps 1 to 3 of the cutover protocol: temp file, durable header, link, directory sync."""
+        header_bytes = build_header(
+            log=log,
+            log_id=log_id,
+            base_index=base_index,
+            created_us=self._clock_us(),
+            capacity=self.preallocate or 0,
+            last_asqn=last_asqn,
+            last_timestamp_us=last_timestamp_us,
+        )
+        temp = self._path(f".{segment_name(log)}.{secrets.token_hex(8)}.tmp")
+        final = self._path(segment_name(log))
+        fd = self._fs.open_write(temp, create=True, exclusive=True)
+        try:
+            self._fs.pwrite(fd, header_bytes, 0)
+            if self.preallocate:
+                offset = HEADER_SIZE
+                while offset < self.preallocate:
+                    chunk = ZERO_CHUNK[: min(len(ZERO_CHUNK), self.preallocate - offset)]
+                    self._fs.pwrite(fd, chunk, offset)
+                    offset += len(chunk)
+            self._fs.fdatasync(fd)
+            self._fs.link(temp, final)
+        except BaseException:
+            self._fs.close(fd)
+            self._fs.unlink(temp)
+            raise
+        self._fs.unlink(temp)
+        self._fs.fsync_dir(self.directory)
+        header = parse_header(header_bytes, log=log)
+        assert isinstance(header, SegmentHeaderInfo)
+        return _OpenSegment(log, final, fd, header)
+
+    def _create_successor(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
+        successor = self._create_segment(
+            segment.log + 1,
+            log_id=segment.header.log_id,
+            base_index=commit.next_index,
+            last_asqn=commit.last_asqn,
+            last_timestamp_us=commit.last_timestamp_us,
+        )
+        self.recovery.append(RecoveryAction("create_successor", successor.path, log=successor.log))
+        self._fs.close(segment.fd)
+        self._segment = successor
+        return successor
+
+    def _cut_over(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
+        # Step 0: every record of this segment is durable before the next claims its index.
+        self._fs.fdatasync(segment.fd)
+        successor = self._create_segment(
+            segment.log + 1,
+            log_id=segment.header.log_id,
+            base_index=commit.next_index,
+            last_asqn=commit.last_asqn,
+            last_timestamp_us=commit.last_timestamp_us,
+        )
+        self._publish(segment, replace(commit, generation=commit.generation + 1, next_log_number=successor.log))
+        self._fs.fdatasync(segment.fd)
+        self._fs.close(segment.fd)
+        self._segment = successor
+        return successor

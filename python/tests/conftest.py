@@ -1,0 +1,15 @@
+import os
+
+from hypothesis import HealthCheck, settings
+from logtools import log_dir
+
+__all__ = ["log_dir"]
+
+# Shared machines are noisy: no per-example deadlines; CI draws the same examples each run.
+settings.register_profile(
+    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile("ci" if os.environ.get("CI") else "default")

@@ -1,0 +1,213 @@
+"""The pure record codec: every reader path fed whole, byte by byte and with trailing bytes."""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+from collections.abc import Iterable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import payloads, small_payloads
+
+from openbinlog import (
+    AsqnNotIncreasingError,
+    ChecksumMismatchError,
+    Entry,
+    IndexDiscontinuityError,
+    LengthOutOfRangeError,
+    RecordDecoder,
+    TruncatedError,
+    UnsupportedFeatureError,
+    encode_record,
+)
+from openbinlog._crc import masked_crc32c
+from openbinlog._records import find_next_record
+
+START = 256
+
+
+def records(payload_list: Iterable[bytes], first_index: int = 1) -> bytes:
+    return b"".join(encode_record(first_index + n, p, timestamp_us=n) for n, p in enumerate(payload_list))
+
+
+def decode(data: bytes, *, limit: int | None, pieces: int | None = None) -> tuple[list[Entry], RecordDecoder]:
+    """Feed ``data`` in ``pieces``-byte slices (whole when None) and collect the entries."""
+    decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=limit)
+    out: list[Entry] = []
+    step = pieces or max(len(data), 1)
+    for at in range(0, len(data), step):
+        decoder.feed(data[at : at + step])
+        out.extend(decoder)
+    decoder.end_of_input()
+    out.extend(decoder)
+    return out, decoder
+
+
+def reforge(record: bytes, **changes: int) -> bytes:
+    """A record with header fields changed and its header checksum recomputed (one defect, not two)."""
+    head = bytearray(record[:40])
+    layout = {"length": (0, 4), "frame": (4, 1), "flags": (5, 1), "reserved": (6, 2), "index": (8, 8)}
+    for name, value in changes.items():
+        at, size = layout[name]
+        head[at : at + size] = value.to_bytes(size, "big")
+    head[36:40] = masked_crc32c(bytes(head[:36])).to_bytes(4, "big")
+    return bytes(head) + record[40:]
+
+
+@pytest.mark.parametrize("pieces", [None, 1, 7])
+@given(st.lists(payloads, max_size=6))
+def test_committed_records_decode_whole_bytewise_and_with_trailing_bytes(
+    pieces: int | None, items: list[bytes]
+) -> None:
+    data = records(items)
+    limit = START + len(data)
+    trailing = bytes([0xAB]) * 57
+    if pieces == 1 and len(data) > 5000:
+        pieces = 4096  # byte-by-byte on a megabyte is just slow, not more thorough
+    out, decoder = decode(data + trailing, limit=limit, pieces=pieces)
+    assert [e.payload for e in out] == items
+    assert [e.index for e in out] == list(range(1, len(items) + 1))
+    assert decoder.offset == limit and decoder.done
+
+
+@given(st.lists(small_payloads, min_size=1, max_size=4), st.data())
+def test_torn_tail_at_every_byte_of_the_last_record_is_ignored(items: list[bytes], data: st.DataObject) -> None:
+    whole = records(items)
+    last = len(encode_record(len(items), items[-1], timestamp_us=len(items) - 1))
+    cut = data.draw(st.integers(min_value=len(whole) - last, max_value=len(whole) - 1))
+    out, decoder = decode(whole[:cut], limit=None)
+    assert [e.payload for e in out] == items[:-1]
+    assert decoder.stop is not None and decoder.stop.offset == START + len(whole) - last
+
+
+def test_every_truncation_of_the_last_committed_record_is_reported() -> None:
+    whole = records([b"first", b"second record"])
+    second = START + len(encode_record(1, b"first"))
+    for cut in range(second - START, len(whole)):
+        decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=START + len(whole))
+        decoder.feed(whole[:cut])
+        decoder.end_of_input()
+        got = [next(decoder)]
+        with pytest.raises(TruncatedError) as caught:
+            next(decoder)
+        assert got[0].payload == b"first"
+        assert (caught.value.offset, caught.value.index) == (second, 2)
+
+
+@pytest.mark.parametrize("size", [1, 4, 39, 40, 4096])
+def test_zero_filled_tail_ends_the_walk_cleanly(size: int) -> None:
+    out, decoder = decode(records([b"a", b"b"]) + bytes(size), limit=None)
+    assert [e.payload for e in out] == [b"a", b"b"]
+    assert decoder.stop is not None and decoder.stop.offset == START + len(records([b"a", b"b"]))
+
+
+@given(st.binary(min_size=1, max_size=2000))
+def test_garbage_tail_is_never_a_record(garbage: bytes) -> None:
+    out, _ = decode(records([b"kept"]) + garbage, limit=None)
+    assert [e.payload for e in out][:1] == [b"kept"]
+    assert len(out) == 1 or out[1].index == 2  # a forged valid record would need both checksums
+
+
+def test_hostile_4gib_length_needs_no_memory() -> None:
+    hostile = reforge(encode_record(1, b"x"), length=0xFFFFFFFF)
+    tracemalloc.start()
+    try:
+        out, decoder = decode(hostile + bytes(100), limit=None)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out == [] and decoder.stop is not None and decoder.stop.reason == "length_out_of_range"
+    assert peak < 1 << 20
+    with pytest.raises(LengthOutOfRangeError):
+        decode(hostile, limit=START + 10_000)
+
+
+def test_garbage_length_fails_the_header_checksum_before_it_is_used() -> None:
+    record = bytearray(encode_record(1, b"payload"))
+    record[0:4] = (0x7FFFFFF0).to_bytes(4, "big")
+    with pytest.raises(ChecksumMismatchError) as caught:
+        decode(bytes(record), limit=START + len(record))
+    assert caught.value.offset == START
+
+
+@pytest.mark.parametrize(
+    ("damage", "error"),
+    [
+        ({"frame": 2}, UnsupportedFeatureError),
+        ({"frame": 0}, UnsupportedFeatureError),
+        ({"flags": 1}, UnsupportedFeatureError),
+        ({"reserved": 1}, UnsupportedFeatureError),
+        ({"length": 35}, LengthOutOfRangeError),
+        ({"length": 37 + 100}, LengthOutOfRangeError),  # crosses the commit point
+        ({"index": 5}, IndexDiscontinuityError),
+    ],
+)
+def test_committed_record_defect_gets_its_error_class(damage: dict[str, int], error: type[Exception]) -> None:
+    good = encode_record(1, b"first")
+    bad = reforge(encode_record(2, b"second"), **damage)
+    data = good + bad
+    out: list[Entry] = []
+    with pytest.raises(error) as caught:
+        decoder = RecordDecoder(log=3, offset=START, next_index=1, limit=START + len(data))
+        decoder.feed(data)
+        decoder.end_of_input()
+        out.extend(decoder)
+    assert [e.payload for e in out] == [b"first"]
+    assert (caught.value.log, caught.value.offset, caught.value.index) == (3, START + len(good), 2)
+
+
+def test_flipped_payload_bit_is_a_checksum_mismatch_after_the_good_records() -> None:
+    data = bytearray(records([b"one", b"two", b"three"]))
+    data[-1] ^= 0x10
+    out: list[Entry] = []
+    with pytest.raises(ChecksumMismatchError) as caught:
+        decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=START + len(data))
+        decoder.feed(bytes(data))
+        out.extend(decoder)
+    assert [e.payload for e in out] == [b"one", b"two"]
+    assert caught.value.index == 3
+
+
+def test_asqn_must_increase() -> None:
+    data = encode_record(1, b"a", asqn=5) + encode_record(2, b"b") + encode_record(3, b"c", asqn=5)
+    decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=START + len(data))
+    decoder.feed(data)
+    assert next(decoder).asqn == 5 and next(decoder).asqn == -1
+    with pytest.raises(AsqnNotIncreasingError):
+        next(decoder)
+
+
+def test_skippable_frame_is_verified_skipped_and_consumes_no_index() -> None:
+    ancillary = reforge(encode_record(2, b"future extension"), frame=200)
+    data = encode_record(1, b"a") + ancillary + encode_record(2, b"b")
+    out, _ = decode(data, limit=START + len(data))
+    assert [(e.index, e.payload) for e in out] == [(1, b"a"), (2, b"b")]
+
+
+@given(st.binary(max_size=300), st.lists(small_payloads, min_size=1, max_size=3))
+def test_resync_finds_the_first_valid_record_after_damage(junk: bytes, items: list[bytes]) -> None:
+    data = junk + records(items, first_index=10)
+    found = find_next_record(data, 0, min_index=10)
+    assert found is not None and found <= len(junk)
+    if found < len(junk):  # the junk itself happened to hold a valid record: astronomically unlikely
+        pytest.fail("junk parsed as a record")
+
+
+def test_resync_refuses_records_older_than_the_expected_index() -> None:
+    data = records([b"old"], first_index=3) + records([b"new"], first_index=9)
+    assert find_next_record(data, 0, min_index=4) == len(encode_record(3, b"old", timestamp_us=0))
+
+
+def test_random_bit_flips_in_committed_data_never_pass_silently() -> None:
+    rng = random.Random(1)
+    base = records([bytes([n]) * n for n in range(1, 30)])
+    for _ in range(300):
+        data = bytearray(base)
+        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=START + len(data))
+        decoder.feed(bytes(data))
+        decoder.end_of_input()
+        with pytest.raises((ChecksumMismatchError, LengthOutOfRangeError, TruncatedError, UnsupportedFeatureError)):
+            list(decoder)
