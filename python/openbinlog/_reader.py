@@ -385,8 +385,10 @@ class Reader:
                     offset=ref.offset,
                     index=ref.index,
                 ) from exc
-            if entry is None:
-                raise InvalidRefError(f"ref {ref} names no record", path=segment.path, log=ref.log, offset=ref.offset)
+            if entry is None or entry.offset != ref.offset:
+                raise InvalidRefError(
+                    f"ref {ref} names no data record", path=segment.path, log=ref.log, offset=ref.offset
+                )
             if inclusive:
                 self._peeked = entry
             return cursor
@@ -551,11 +553,15 @@ class Reader:
             # Version 1 records carry nothing to resynchronise on: skip the segment's rest.
             self.damage.append(Damage.from_error(error, bytes_skipped=cursor.give_up(), next_index=None))
             return
-        window = cursor.segment.read(start, min(limit - start, RESYNC_WINDOW))
+        wanted = min(limit - start, RESYNC_WINDOW)
+        window = cursor.segment.read(start, wanted)
         found = find_next_record(window, 1, min_index=cursor.next_index)
         assert isinstance(cursor, _Version2Cursor)
         if found is None:
-            resume, next_index = start + len(window), cursor.next_index
+            # Nothing valid in the window: skip it, or the rest of the segment
+            # when the window reached its end or the end of the file.
+            more = len(window) == wanted < limit - start
+            resume, next_index = (start + len(window) if more else limit), cursor.next_index
         else:
             resume = start + found
             next_index = int.from_bytes(window[found + 8 : found + 16], "big")

@@ -324,7 +324,7 @@ def find_next_record(data: bytes, start: int, *, min_index: int) -> int | None:
     """Resynchronise: the first position at or after ``start`` where ``data``
     holds a whole valid record whose index is at least ``min_index``.
 
-    Used by tolerant readers to step over damage (spec section 8.4) and by
+    Used by tolerant readers to step over damage (spec section 10.4) and by
     readers that start at an arbitrary byte offset.
     """
     view = memoryview(data)

@@ -145,7 +145,7 @@ def _parse_legacy(data: bytes, log: int | None) -> LegacyHeaderInfo:
 
 
 def decode_slot(raw: bytes) -> CommitState | None:
-    """One 32-byte slot, or None when it was never written or its checksum fails."""
+    """One 48-byte slot, or None when it was never written or its checksum fails."""
     generation, commit_offset, next_index, last_asqn, last_timestamp_us, next_log, slot_crc = COMMIT_SLOT.unpack(raw)
     if generation == 0 or masked_crc32c(raw[SLOT_CRC_COVERS]) != slot_crc:
         return None
@@ -229,7 +229,7 @@ def build_header(
 
 
 def encode_slot(commit: CommitState) -> tuple[int, bytes]:
-    """Where generation ``commit.generation`` goes, and its 32 bytes."""
+    """Where generation ``commit.generation`` goes, and its 48 bytes."""
     raw = COMMIT_SLOT.pack(
         commit.generation,
         commit.commit_offset,
@@ -244,7 +244,7 @@ def encode_slot(commit: CommitState) -> tuple[int, bytes]:
 
 
 def encode_mirror(commit: CommitState, log: int) -> tuple[int, bytes]:
-    """The seed's mutable fields (status, last element position, next log), for v1-style readers."""
+    """Bytes 6..23: the seed's status, last element position, (unchanged) log number and next log number."""
     status = STATUS_CLOSED if commit.closed else STATUS_OPEN
     raw = (
         status.to_bytes(2, "big")

@@ -9,7 +9,7 @@ from typing import Any
 from ._reader import Damage, Reader
 from ._segment import LegacyHeaderInfo
 from ._segment_file import SegmentFile, list_segments
-from ._writer import RecoveryAction, Writer
+from ._writer import TEMP_NAME, RecoveryAction, Writer
 from .errors import BinlogError
 
 
@@ -138,7 +138,7 @@ def recover(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list
         report = verify(path)
         actions: list[RecoveryAction] = []
         for name in sorted(os.listdir(path)):
-            if name.startswith(".") and name.endswith(".tmp"):
+            if TEMP_NAME.match(name):
                 actions.append(RecoveryAction("remove_temp", os.path.join(path, name)))
         for seg in report.segments:
             if seg.state == "blank" and seg is report.segments[-1]:

@@ -138,6 +138,7 @@ class Writer:
         try:
             with self._os_errors("cannot open the log for writing"), self._locked():
                 self._open_last(verify=verify_on_open)
+                self._prepare()
         except BaseException:
             self._release_files()
             raise
@@ -557,15 +558,19 @@ class Writer:
         return adopted
 
     def _zero_fill(self, segment: _OpenSegment, start: int, end: int) -> bool:
-        """Zero every non-zero byte in [start, end): stale records must never be adopted later."""
+        """Zero every non-zero byte in [start, end): stale records must never be adopted later.
+
+        Backwards, so that a crash halfway leaves the non-zero bytes next to the
+        commit point, where the next writer's probe finds them (W-22).
+        """
         changed = False
-        offset = start
-        while offset < end:
-            size = min(len(ZERO_CHUNK), end - offset)
+        offset = end
+        while offset > start:
+            size = min(len(ZERO_CHUNK), offset - start)
+            offset -= size
             if self._fs.pread(segment.fd, size, offset) != ZERO_CHUNK[:size]:
                 self._fs.pwrite(segment.fd, ZERO_CHUNK[:size], offset)
                 changed = True
-            offset += size
         return changed
 
     def _create_segment(

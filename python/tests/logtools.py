@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from openbinlog import Entry, Reader, Writer
+from openbinlog._fs import OsFileSystem
+from openbinlog._segment import SegmentHeaderInfo, parse_header
+
+T = TypeVar("T")
 
 Op = bytes | None  # a payload to append, or None for a cutover
 
@@ -63,3 +69,42 @@ def flip_bit(path: Path, offset: int, bit: int = 0) -> None:
 def append_raw(path: Path, data: bytes) -> None:
     with path.open("ab") as handle:
         handle.write(data)
+
+
+class FaultyFileSystem(OsFileSystem):
+    """The real file system, with the faults a test asks for.
+
+    ``fail_sync_after``: the n-th and later ``fdatasync`` calls raise EIO.
+    ``drop_header_writes``: writes into the first 256 bytes of an existing
+    segment are silently lost (a publish that never reached the disk).
+    """
+
+    def __init__(self, *, fail_sync_after: int | None = None, drop_header_writes: bool = False) -> None:
+        self.fail_sync_after = fail_sync_after
+        self.drop_header_writes = drop_header_writes
+        self.syncs = 0
+
+    def fdatasync(self, fd: int) -> None:
+        self.syncs += 1
+        if self.fail_sync_after is not None and self.syncs >= self.fail_sync_after:
+            raise OSError(errno.EIO, "injected fdatasync failure")
+        super().fdatasync(fd)
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+        if self.drop_header_writes and offset < 256 and os.fstat(fd).st_size >= 256:
+            return
+        super().pwrite(fd, data, offset)
+
+
+def commit_offset(path: Path) -> int:
+    """The published commit point of a segment."""
+    header = parse_header(path.read_bytes()[:256])
+    assert isinstance(header, SegmentHeaderInfo)
+    return header.commit.commit_offset
+
+
+def assert_read_only(directory: Path, action: Callable[[], T]) -> T:
+    before = tree_digest(directory)
+    result = action()
+    assert tree_digest(directory) == before, "a reader changed the directory"
+    return result

@@ -1,0 +1,170 @@
+"""The reader: committed records only, refs checked on resume, following, waiting, tolerance."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+
+from openbinlog import ChecksumMismatchError, InvalidRefError, NotALogError, Reader, Ref, Writer
+from openbinlog._fs import OsFileSystem
+from logtools import (
+    FaultyFileSystem,
+    assert_read_only,
+    commit_offset,
+    flip_bit,
+    read_entries,
+    segment,
+    write_log,
+)
+from strategies import indexes, log_numbers, offsets
+
+
+def test_reader_never_returns_records_beyond_the_published_commit_point(log_dir: Path) -> None:
+    write_log(log_dir, [b"published"])
+    write_log(log_dir, [b"written, synced, never published"], fs=FaultyFileSystem(drop_header_writes=True))
+    assert segment(log_dir).stat().st_size > commit_offset(segment(log_dir))
+    entries = assert_read_only(log_dir, lambda: read_entries(log_dir))
+    assert [e.payload for e in entries] == [b"published"]
+
+
+class _PausingFileSystem(OsFileSystem):
+    """Holds the writer between writing its records and publishing the commit point."""
+
+    def __init__(self) -> None:
+        self.written = threading.Event()
+        self.release = threading.Event()
+        self.armed = False
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+        if self.armed and offset < 256:
+            self.written.set()
+            assert self.release.wait(10)
+        super().pwrite(fd, data, offset)
+
+
+def test_paused_writer_between_write_and_publish_is_invisible(log_dir: Path) -> None:
+    fs = _PausingFileSystem()
+    with Writer(log_dir, fs=fs) as writer, Reader(log_dir) as reader:
+        writer.append(b"before")
+        assert next(reader).payload == b"before"
+        fs.armed = True
+        appender = threading.Thread(target=writer.append, args=(b"pending",))
+        appender.start()
+        assert fs.written.wait(10)
+        assert not reader.has_next(0.05), "read a record whose commit was not published"
+        fs.release.set()
+        appender.join()
+        assert reader.has_next(1)
+        assert next(reader).payload == b"pending"
+
+
+def test_has_next_waits_for_a_record_from_another_thread(log_dir: Path) -> None:
+    write_log(log_dir, [])
+    with Reader(log_dir) as reader, Writer(log_dir) as writer:
+        assert not reader.has_next(0.01)
+        timer = threading.Timer(0.1, writer.append, args=(b"late",))
+        timer.start()
+        started = time.monotonic()
+        assert reader.has_next(5)
+        assert time.monotonic() - started < 4
+        assert next(reader).payload == b"late"
+        timer.join()
+
+
+def test_reader_follows_cutovers_or_stops_at_the_segment_end(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", b"b", None, b"c", None, b"d"])
+    assert [e.payload for e in read_entries(log_dir)] == [b"a", b"b", b"c", b"d"]
+    assert [e.payload for e in read_entries(log_dir, follow=False)] == [b"a", b"b"]
+    start = read_entries(log_dir)[2].ref
+    assert [e.payload for e in read_entries(log_dir, start=start, follow=False)] == [b"c"]
+
+
+def test_follower_crosses_a_cutover_made_while_it_waits(log_dir: Path) -> None:
+    with Writer(log_dir) as writer, Reader(log_dir) as reader:
+        writer.append(b"one")
+        assert next(reader).payload == b"one"
+        writer.cutover()
+        writer.append(b"two")
+        assert reader.has_next(1)
+        assert next(reader).ref.log == 2
+
+
+def test_resume_from_ref_is_inclusive_and_after_is_exclusive(log_dir: Path) -> None:
+    write_log(log_dir, [b"0", b"1", None, b"2", b"3"])
+    refs = [e.ref for e in read_entries(log_dir)]
+    for n, ref in enumerate(refs):
+        assert [e.payload for e in read_entries(log_dir, start=ref)] == [str(k).encode() for k in range(n, 4)]
+        assert [e.payload for e in read_entries(log_dir, after=ref)] == [str(k).encode() for k in range(n + 1, 4)]
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda r: Ref(r.log, r.offset, r.index + 1),  # stale: another record's index
+        lambda r: Ref(r.log, r.offset + 1, r.index),  # not a record boundary
+        lambda r: Ref(r.log, 10_000_000, r.index),  # beyond the commit point
+        lambda r: Ref(r.log + 5, 256, r.index),  # no such segment
+        lambda r: Ref(r.log, 100, r.index),  # inside the header
+    ],
+)
+def test_stale_or_forged_ref_is_an_error_not_garbage(log_dir: Path, forge: object) -> None:
+    write_log(log_dir, [b"a", b"b", b"c"])
+    good = read_entries(log_dir)[1].ref
+    with pytest.raises(InvalidRefError):
+        Reader(log_dir, start=forge(good))  # type: ignore[operator]
+
+
+@given(log=log_numbers, offset=offsets, index=indexes)
+def test_ref_text_and_binary_forms_round_trip(log: int, offset: int, index: int) -> None:
+    ref = Ref(log, offset, index)
+    assert Ref.parse(str(ref)) == ref
+    assert Ref.from_bytes(ref.to_bytes()) == ref
+    assert len(ref.to_bytes()) == 20
+
+
+@pytest.mark.parametrize("text", ["", "1:2", "a:b:c", "0:256:1", "1:256:1:9", "99999999999:1:1"])
+def test_malformed_ref_text_is_invalid_ref(text: str) -> None:
+    with pytest.raises(InvalidRefError):
+        Ref.parse(text)
+
+
+def test_damage_stops_a_strict_reader_after_the_good_records(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two", b"three"])
+    flip_bit(segment(log_dir), 256 + 43 + 41)
+    got: list[bytes] = []
+    with Reader(log_dir) as reader, pytest.raises(ChecksumMismatchError) as caught:
+        got.extend(entry.payload for entry in reader)
+    assert got == [b"one"]
+    assert (caught.value.log, caught.value.offset, caught.value.index) == (1, 256 + 43, 2)
+    assert caught.value.path is not None and caught.value.path.endswith("00000001.dat")
+
+
+def test_tolerant_reader_skips_damage_and_reports_it(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two", b"three", None, b"four"])
+    flip_bit(segment(log_dir), 256 + 43 + 41)
+    with Reader(log_dir, tolerant=True) as reader:
+        payloads = [e.payload for e in reader]
+        damage = reader.damage
+    assert payloads == [b"one", b"three", b"four"]
+    assert len(damage) == 1
+    assert (damage[0].error_class, damage[0].log, damage[0].offset, damage[0].index) == (
+        "checksum_mismatch",
+        1,
+        256 + 43,
+        2,
+    )
+    assert damage[0].bytes_skipped == 43
+    assert damage[0].next_index == 3
+
+
+def test_missing_directory_is_a_typed_error(tmp_path: Path) -> None:
+    with pytest.raises(NotALogError):
+        Reader(tmp_path / "absent")
+
+
+def test_empty_directory_reads_as_an_empty_log(tmp_path: Path) -> None:
+    assert read_entries(tmp_path) == []
