@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: all venv test lint typecheck unit demo clean
+.PHONY: all venv test lint typecheck unit ksy demo clean
 
 all: test
 
@@ -25,7 +25,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(STAMP)
+# The Kaitai compiler (npm), the Java and Go runtimes, the generated parsers and harnesses.
+ksy:
+	bash tools/ksy/setup.sh
+	node tools/ksy/compile.js
+	bash tools/ksy/build_harnesses.sh
+
+unit: $(STAMP) ksy
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck unit

@@ -21,7 +21,7 @@ from ._legacy import iter_legacy_records
 from ._records import Entry, RecordDecoder, find_next_record
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo, SegmentHeaderInfo
-from ._segment_file import READ_CHUNK, SegmentFile, list_segments
+from ._segment_file import READ_CHUNK, SegmentFile, list_segments, next_entry, segment_end
 from .errors import (
     BinlogError,
     ChainBrokenError,
@@ -131,23 +131,11 @@ class _Version2Cursor(_Cursor):
         self._decoder.limit = limit
 
     def next(self) -> Entry | None:
-        decoder = self._decoder
-        while True:
-            try:
-                entry = next(decoder, None)
-            except BinlogError as exc:
-                raise exc.located(path=self.segment.path) from None
-            if entry is not None or decoder.done:
-                return entry
-            if self._fed >= self.limit:
-                decoder.end_of_input()
-                continue
-            data = self.segment.read(self._fed, min(max(decoder.wanted(), READ_CHUNK), self.limit - self._fed))
-            if not data:
-                decoder.end_of_input()
-                continue
-            decoder.feed(data)
-            self._fed += len(data)
+        try:
+            entry, self._fed = next_entry(self._decoder, self.segment.read, fed=self._fed, end=self.limit)
+        except BinlogError as exc:
+            raise exc.located(path=self.segment.path) from None
+        return entry
 
 
 class _LegacyCursor(_Cursor):
@@ -397,25 +385,7 @@ class Reader:
             raise
 
     def _segment_end(self, segment: SegmentFile, header: SegmentHeaderInfo) -> tuple[int, bool]:
-        """Where a version 2 segment's committed records end now, and whether that is final.
-
-        A sealed segment ends at its commit point. An open segment whose
-        successor exists is finished: its end reaches the last valid record
-        below the successor's base index (records synced before the cutover
-        whose slot update was lost).
-        """
-        commit = segment.commit(header)
-        if commit.closed:
-            return commit.commit_offset, True
-        successor = self._open(segment.log + 1)
-        if successor is None:
-            return commit.commit_offset, False
-        successor[0].close()
-        successor_header = successor[1]
-        if isinstance(successor_header, LegacyHeaderInfo):
-            return commit.commit_offset, True
-        scan = segment.scan_tail(commit, stop_before_index=successor_header.base_index)
-        return scan.end, True
+        return segment_end(self.directory, segment, header)
 
     # -- walking ------------------------------------------------------------
 

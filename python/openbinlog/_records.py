@@ -183,6 +183,10 @@ class RecordDecoder:
         """No more bytes will be fed: an incomplete record is now final."""
         self._input_ended = True
 
+    @property
+    def input_ended(self) -> bool:
+        return self._input_ended
+
     def wanted(self) -> int:
         """How many more bytes the next step needs (at least 1 unless done)."""
         self._available(RECORD_HEADER_SIZE)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ._format import HEADER_SIZE, SEGMENT_NAME, segment_name
-from ._records import RecordDecoder, TailStop
+from ._records import Entry, RecordDecoder, TailStop
 from ._segment import (
     CommitState,
     LegacyHeaderInfo,
@@ -41,6 +41,30 @@ def list_segments(directory: str) -> list[int]:
     except OSError as exc:
         raise io_error(exc, directory, "cannot list the log directory") from exc
     return sorted(int(match[1]) for name in names if (match := SEGMENT_NAME.match(name)))
+
+
+def next_entry(decoder: RecordDecoder, read_at: ReadAt, *, fed: int, end: int) -> tuple[Entry | None, int]:
+    """Feed ``decoder`` from ``read_at`` (bytes ``fed`` to ``end``) until it yields an entry or is done.
+
+    Returns the entry (None when the walk is over for now) and how far the
+    file has been fed. Reads are large and bounded by ``end``: memory stays
+    proportional to the bytes actually present.
+    """
+    while True:
+        entry = next(decoder, None)
+        if entry is not None or decoder.done:
+            return entry, fed
+        if fed >= end:
+            if decoder.input_ended:
+                return None, fed
+            decoder.end_of_input()
+            continue
+        data = read_at(fed, min(max(decoder.wanted(), READ_CHUNK), end - fed))
+        if not data:
+            end = fed
+            continue
+        decoder.feed(data)
+        fed += len(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,28 +105,13 @@ def scan_tail(
     fed = commit.commit_offset
     records = 0
     last_timestamp = commit.last_timestamp_us
-    while True:
-        if stop_before_index is not None and decoder.next_index >= stop_before_index:
-            stop = TailStop(decoder.offset, "successor")
+    while stop_before_index is None or decoder.next_index < stop_before_index:
+        entry, fed = next_entry(decoder, read_at, fed=fed, end=file_size)
+        if entry is None:
             break
-        entry = next(decoder, None)
-        if entry is not None:
-            records += 1
-            last_timestamp = entry.timestamp_us if entry.timestamp_us is not None else last_timestamp
-            continue
-        if decoder.stop is not None:
-            stop = decoder.stop
-            break
-        if fed >= file_size:
-            decoder.end_of_input()
-            continue
-        want = min(max(decoder.wanted(), READ_CHUNK), file_size - fed)
-        data = read_at(fed, want)
-        if not data:
-            file_size = fed
-            continue
-        decoder.feed(data)
-        fed += len(data)
+        records += 1
+        last_timestamp = entry.timestamp_us if entry.timestamp_us is not None else last_timestamp
+    stop = decoder.stop or TailStop(decoder.offset, "successor")
     return TailScan(
         commit_offset=commit.commit_offset,
         end=decoder.offset,
@@ -174,3 +183,31 @@ class SegmentFile:
         return scan_tail(
             self.read, log=self.log, commit=commit, file_size=self.size(), stop_before_index=stop_before_index
         )
+
+
+def segment_end(directory: str, segment: SegmentFile, header: SegmentHeaderInfo) -> tuple[int, bool]:
+    """Where a version 2 segment's committed records end now, and whether that is final (spec 6.1).
+
+    A sealed segment ends at its commit point. An open segment whose successor
+    exists is finished: its end reaches the last valid record below the
+    successor's base index (records synced before the cutover whose slot
+    update was lost, spec 8.4). An open last segment ends at its commit point
+    for now.
+    """
+    commit = segment.commit(header)
+    if commit.closed:
+        return commit.commit_offset, True
+    successor_path = os.path.join(directory, segment_name(segment.log + 1))
+    if not os.path.exists(successor_path):
+        return commit.commit_offset, False
+    try:
+        with SegmentFile(directory, segment.log + 1) as successor:
+            if successor.is_blank():
+                return commit.commit_offset, False
+            successor_header = successor.header()
+    except NotALogError:
+        return commit.commit_offset, False
+    if isinstance(successor_header, LegacyHeaderInfo):
+        return commit.commit_offset, True
+    scan = segment.scan_tail(commit, stop_before_index=successor_header.base_index)
+    return scan.end, True

@@ -34,7 +34,7 @@ from ._segment import (
     is_blank_header,
     parse_header,
 )
-from ._segment_file import READ_CHUNK, TailScan, scan_tail
+from ._segment_file import TailScan, next_entry, scan_tail
 from .errors import (
     AsqnOrderError,
     BinlogError,
@@ -163,6 +163,34 @@ class Writer:
         with self._os_errors("cutover failed"), self._locked():
             segment, commit = self._prepare()
             return self._cut_over(segment, commit).log
+
+    def drop_segments(self, before_log: int) -> list[int]:
+        """Remove sealed segments numbered below ``before_log``, lowest first (retention, spec 2.5).
+
+        Only the lowest segment present is ever removed, only when it is
+        sealed and not the last one; removal stops at the first that is not.
+        Refs into a removed segment become invalid.
+        """
+        self._check_usable()
+        removed: list[int] = []
+        with self._os_errors("segment removal failed"), self._locked():
+            while True:
+                names = self._fs.listdir(self.directory)
+                logs = sorted(int(match[1]) for name in names if (match := SEGMENT_NAME.match(name)))
+                if len(logs) < 2 or logs[0] >= before_log:
+                    break
+                path = self._path(segment_name(logs[0]))
+                fd = self._fs.open_read(path)
+                try:
+                    header = parse_header(self._fs.pread(fd, HEADER_SIZE, 0), log=logs[0])
+                finally:
+                    self._fs.close(fd)
+                if isinstance(header, LegacyHeaderInfo) or not header.commit.closed:
+                    break
+                self._fs.unlink(path)
+                self._fs.fsync_dir(self.directory)
+                removed.append(logs[0])
+        return removed
 
     def close(self) -> None:
         with self._cond:
@@ -444,21 +472,14 @@ class Writer:
         decoder = RecordDecoder(
             log=segment.log, offset=HEADER_SIZE, next_index=segment.header.base_index, limit=commit.commit_offset
         )
-        fed = HEADER_SIZE
         try:
-            while not decoder.done:
-                if next(decoder, None) is not None:
-                    continue
-                if decoder.done:
-                    break
-                data = self._fs.pread(
-                    segment.fd, min(max(decoder.wanted(), READ_CHUNK), commit.commit_offset - fed), fed
+            fed = HEADER_SIZE
+            while True:
+                entry, fed = next_entry(
+                    decoder, lambda at, size: self._fs.pread(segment.fd, size, at), fed=fed, end=commit.commit_offset
                 )
-                if not data:
-                    decoder.end_of_input()
-                    continue
-                decoder.feed(data)
-                fed += len(data)
+                if entry is None:
+                    break
         except BinlogError as exc:
             raise exc.located(path=segment.path) from None
 

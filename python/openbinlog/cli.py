@@ -55,7 +55,7 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
     }
 
 
-class _RefParam(click.ParamType):
+class _RefParam(click.ParamType):  # type: ignore[type-arg]
     name = "REF"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Ref:

@@ -14,6 +14,16 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from logtools import (
+    FaultyFileSystem,
+    append_raw,
+    assert_read_only,
+    commit_offset,
+    flip_bit,
+    read_entries,
+    segment,
+    write_log,
+)
 
 from openbinlog import (
     BinlogIOError,
@@ -30,16 +40,6 @@ from openbinlog import (
 from openbinlog._crc import masked_crc32c
 from openbinlog._format import SLOT_OFFSETS
 from openbinlog._segment import CommitState, encode_slot
-from logtools import (
-    FaultyFileSystem,
-    append_raw,
-    assert_read_only,
-    commit_offset,
-    flip_bit,
-    read_entries,
-    segment,
-    write_log,
-)
 
 HERE = Path(__file__).parent
 
@@ -152,6 +152,7 @@ def test_t4_sector_subset_keeps_only_the_prefix_before_the_first_gap(log_dir: Pa
 # T5 ------------------------------------------------------------------------
 
 
+@pytest.mark.spec("R-12")
 def test_t5_zero_filled_tail_is_not_parsed_as_records(log_dir: Path) -> None:
     write_log(log_dir, [b"kept"])
     append_raw(segment(log_dir), bytes(65536))
@@ -174,6 +175,7 @@ def test_t6_garbage_tail_is_ignored_and_truncated(log_dir: Path) -> None:
 # T7 ------------------------------------------------------------------------
 
 
+@pytest.mark.spec("R-9", "W-24")
 def test_t7_commit_point_beyond_the_data_is_corruption_not_a_torn_tail(log_dir: Path) -> None:
     write_log(log_dir, [b"one", b"two"])
     with segment(log_dir).open("r+b") as handle:
@@ -214,6 +216,7 @@ def test_t8_torn_commit_point_update_loses_nothing_and_raises_no_false_corruptio
     recover_and_append(log_dir, [b"one", b"two", b"three"])
 
 
+@pytest.mark.spec("R-7", "W-25")
 def test_t8_headerless_last_segment_holds_no_record(log_dir: Path) -> None:
     write_log(log_dir, [b"one", None, b"two"])
     segment(log_dir, 3).write_bytes(bytes(100))  # a successor whose header never reached the disk
@@ -238,6 +241,7 @@ def test_t9_failed_fsync_is_never_acknowledged(log_dir: Path) -> None:
 # T10 -----------------------------------------------------------------------
 
 
+@pytest.mark.spec("R-26", "R-32")
 def test_t10_bit_rot_is_reported_with_segment_offset_and_index(log_dir: Path) -> None:
     write_log(log_dir, [b"a" * 10, b"b" * 10, b"c" * 10, None, b"d"])
     flip_bit(segment(log_dir), 256 + 50 + 40 + 5, bit=6)
@@ -290,6 +294,7 @@ def test_t12_resurrected_tail_record_after_recovery_is_not_adopted(log_dir: Path
     assert start < commit_offset(segment(log_dir))
 
 
+@pytest.mark.spec("R-18")
 def test_t12_segment_from_another_log_breaks_the_chain(tmp_path: Path) -> None:
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     write_log(ours, [b"a", None, b"b"])
@@ -302,6 +307,7 @@ def test_t12_segment_from_another_log_breaks_the_chain(tmp_path: Path) -> None:
 # T13 -----------------------------------------------------------------------
 
 
+@pytest.mark.spec("W-25", "R-1")
 def test_t13_temp_file_left_by_a_cutover_is_ignored_and_removed(log_dir: Path) -> None:
     write_log(log_dir, [b"a"])
     temp = log_dir / ".00000002.dat.0123456789abcdef.tmp"
@@ -311,6 +317,7 @@ def test_t13_temp_file_left_by_a_cutover_is_ignored_and_removed(log_dir: Path) -
     assert not temp.exists()
 
 
+@pytest.mark.spec("R-16", "W-30")
 def test_t13_open_segment_with_a_successor_is_finished(log_dir: Path) -> None:
     write_log(log_dir, [b"a", None, b"b"])
     # Undo the seal: the crash came after the successor was linked, before sealing.
@@ -327,6 +334,7 @@ def test_t13_open_segment_with_a_successor_is_finished(log_dir: Path) -> None:
     recover_and_append(log_dir, [b"a", b"b"])
 
 
+@pytest.mark.spec("R-16")
 def test_t13_records_synced_before_an_unsealed_cutover_are_read(log_dir: Path) -> None:
     write_log(log_dir, [b"a"])
     unpublished(log_dir, [b"b"])  # synced, slot lost
@@ -335,6 +343,7 @@ def test_t13_records_synced_before_an_unsealed_cutover_are_read(log_dir: Path) -
     assert payloads_of(log_dir)[:2] == [b"a", b"b"]
 
 
+@pytest.mark.spec("W-29")
 def test_t13_sealed_segment_without_its_successor_gets_one(log_dir: Path) -> None:
     write_log(log_dir, [b"a", None])
     segment(log_dir, 2).unlink()
@@ -344,6 +353,7 @@ def test_t13_sealed_segment_without_its_successor_gets_one(log_dir: Path) -> Non
         assert writer.append(b"b").log == 2
 
 
+@pytest.mark.spec("R-17")
 def test_t13_missing_middle_segment_is_chain_broken(log_dir: Path) -> None:
     write_log(log_dir, [b"a", None, b"b", None, b"c"])
     segment(log_dir, 2).unlink()
@@ -356,6 +366,7 @@ def test_t13_missing_middle_segment_is_chain_broken(log_dir: Path) -> None:
 # T14 -----------------------------------------------------------------------
 
 
+@pytest.mark.spec("R-20")
 def test_t14_read_error_surfaces_as_io_error_not_as_a_torn_tail(log_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_log(log_dir, [b"a", b"b"])
     real_pread = os.pread
@@ -375,6 +386,7 @@ def test_t14_read_error_surfaces_as_io_error_not_as_a_torn_tail(log_dir: Path, m
 # T15 -----------------------------------------------------------------------
 
 
+@pytest.mark.spec("R-10")
 def test_t15_hostile_4gib_length_is_typed_and_memory_stays_small(log_dir: Path) -> None:
     write_log(log_dir, [b"a" * 100])
     data = bytearray(segment(log_dir).read_bytes())

@@ -58,6 +58,7 @@ def test_masked_crc_of_nothing_is_not_zero() -> None:
     timestamp=timestamps,
     payload=payloads,
 )
+@pytest.mark.spec("W-6", "W-11", "R-14")
 def test_fast_record_header_matches_construct(index: int, asqn: int, timestamp: int, payload: bytes) -> None:
     record = encode_record(index, payload, asqn=asqn, timestamp_us=timestamp)
     parsed = RecordHeader.parse(record[:40])
@@ -97,6 +98,7 @@ def test_new_header_parses_back(log: int, base: int, created: int) -> None:
     assert header.commit == CommitState(1, HEADER_SIZE, base, -1, 0, 0)
 
 
+@pytest.mark.spec("W-4")
 def test_header_keeps_the_seed_fields_at_the_seed_offsets() -> None:
     raw = new_header(log=7)
     assert raw[0:4] == (252).to_bytes(4, "big")
@@ -120,6 +122,7 @@ def test_header_keeps_the_seed_fields_at_the_seed_offsets() -> None:
         (200, BadHeaderError),  # reserved
     ],
 )
+@pytest.mark.spec("R-6", "R-31")
 def test_damaged_header_field_gets_its_error_class(offset: int, error: type[Exception]) -> None:
     raw = bytearray(new_header())
     raw[offset] ^= 0x01
@@ -127,11 +130,13 @@ def test_damaged_header_field_gets_its_error_class(offset: int, error: type[Exce
         parse_header(bytes(raw), log=1)
 
 
+@pytest.mark.spec("R-6")
 def test_header_naming_another_log_is_rejected() -> None:
     with pytest.raises(BadHeaderError, match="file name says 2"):
         parse_header(new_header(log=1), log=2)
 
 
+@pytest.mark.spec("R-6")
 def test_unknown_header_flag_is_unsupported_feature() -> None:
     raw = bytearray(new_header())
     raw[64:68] = (0x80).to_bytes(4, "big")
@@ -145,6 +150,7 @@ def test_short_header_is_truncated() -> None:
         parse_header(new_header()[:255], log=1)
 
 
+@pytest.mark.spec("R-3")
 def test_torn_slot_falls_back_to_the_other_slot() -> None:
     raw = bytearray(new_header())
     at, slot = encode_slot(CommitState(2, 1000, 9, -1, 5, 0))
@@ -154,6 +160,7 @@ def test_torn_slot_falls_back_to_the_other_slot() -> None:
     assert parse_header(bytes(raw), log=1).commit.generation == 1
 
 
+@pytest.mark.spec("R-3")
 def test_no_valid_slot_is_bad_header() -> None:
     raw = bytearray(new_header())
     raw[SLOT_OFFSETS[1] + 3] ^= 0x01

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
-
-from openbinlog import ChecksumMismatchError, InvalidRefError, NotALogError, Reader, Ref, Writer
-from openbinlog._fs import OsFileSystem
 from logtools import (
     FaultyFileSystem,
     assert_read_only,
@@ -22,7 +19,11 @@ from logtools import (
 )
 from strategies import indexes, log_numbers, offsets
 
+from openbinlog import ChecksumMismatchError, InvalidRefError, NotALogError, Reader, Ref, Writer
+from openbinlog._fs import OsFileSystem
 
+
+@pytest.mark.spec("R-15", "R-2")
 def test_reader_never_returns_records_beyond_the_published_commit_point(log_dir: Path) -> None:
     write_log(log_dir, [b"published"])
     write_log(log_dir, [b"written, synced, never published"], fs=FaultyFileSystem(drop_header_writes=True))
@@ -46,6 +47,7 @@ class _PausingFileSystem(OsFileSystem):
         super().pwrite(fd, data, offset)
 
 
+@pytest.mark.spec("R-15", "R-4", "W-15")
 def test_paused_writer_between_write_and_publish_is_invisible(log_dir: Path) -> None:
     fs = _PausingFileSystem()
     with Writer(log_dir, fs=fs) as writer, Reader(log_dir) as reader:
@@ -62,6 +64,7 @@ def test_paused_writer_between_write_and_publish_is_invisible(log_dir: Path) -> 
         assert next(reader).payload == b"pending"
 
 
+@pytest.mark.spec("R-22", "R-23", "R-4")
 def test_has_next_waits_for_a_record_from_another_thread(log_dir: Path) -> None:
     write_log(log_dir, [])
     with Reader(log_dir) as reader, Writer(log_dir) as writer:
@@ -75,6 +78,7 @@ def test_has_next_waits_for_a_record_from_another_thread(log_dir: Path) -> None:
         timer.join()
 
 
+@pytest.mark.spec("R-19")
 def test_reader_follows_cutovers_or_stops_at_the_segment_end(log_dir: Path) -> None:
     write_log(log_dir, [b"a", b"b", None, b"c", None, b"d"])
     assert [e.payload for e in read_entries(log_dir)] == [b"a", b"b", b"c", b"d"]
@@ -83,6 +87,7 @@ def test_reader_follows_cutovers_or_stops_at_the_segment_end(log_dir: Path) -> N
     assert [e.payload for e in read_entries(log_dir, start=start, follow=False)] == [b"c"]
 
 
+@pytest.mark.spec("R-24")
 def test_follower_crosses_a_cutover_made_while_it_waits(log_dir: Path) -> None:
     with Writer(log_dir) as writer, Reader(log_dir) as reader:
         writer.append(b"one")
@@ -93,6 +98,7 @@ def test_follower_crosses_a_cutover_made_while_it_waits(log_dir: Path) -> None:
         assert next(reader).ref.log == 2
 
 
+@pytest.mark.spec("R-30")
 def test_resume_from_ref_is_inclusive_and_after_is_exclusive(log_dir: Path) -> None:
     write_log(log_dir, [b"0", b"1", None, b"2", b"3"])
     refs = [e.ref for e in read_entries(log_dir)]
@@ -111,6 +117,7 @@ def test_resume_from_ref_is_inclusive_and_after_is_exclusive(log_dir: Path) -> N
         lambda r: Ref(r.log, 100, r.index),  # inside the header
     ],
 )
+@pytest.mark.spec("R-29")
 def test_stale_or_forged_ref_is_an_error_not_garbage(log_dir: Path, forge: object) -> None:
     write_log(log_dir, [b"a", b"b", b"c"])
     good = read_entries(log_dir)[1].ref
@@ -118,6 +125,7 @@ def test_stale_or_forged_ref_is_an_error_not_garbage(log_dir: Path, forge: objec
         Reader(log_dir, start=forge(good))  # type: ignore[operator]
 
 
+@pytest.mark.spec("R-28")
 @given(log=log_numbers, offset=offsets, index=indexes)
 def test_ref_text_and_binary_forms_round_trip(log: int, offset: int, index: int) -> None:
     ref = Ref(log, offset, index)
@@ -126,12 +134,14 @@ def test_ref_text_and_binary_forms_round_trip(log: int, offset: int, index: int)
     assert len(ref.to_bytes()) == 20
 
 
+@pytest.mark.spec("R-28")
 @pytest.mark.parametrize("text", ["", "1:2", "a:b:c", "0:256:1", "1:256:1:9", "99999999999:1:1"])
 def test_malformed_ref_text_is_invalid_ref(text: str) -> None:
     with pytest.raises(InvalidRefError):
         Ref.parse(text)
 
 
+@pytest.mark.spec("R-9", "R-32")
 def test_damage_stops_a_strict_reader_after_the_good_records(log_dir: Path) -> None:
     write_log(log_dir, [b"one", b"two", b"three"])
     flip_bit(segment(log_dir), 256 + 43 + 41)
@@ -143,6 +153,7 @@ def test_damage_stops_a_strict_reader_after_the_good_records(log_dir: Path) -> N
     assert caught.value.path is not None and caught.value.path.endswith("00000001.dat")
 
 
+@pytest.mark.spec("R-25", "R-26")
 def test_tolerant_reader_skips_damage_and_reports_it(log_dir: Path) -> None:
     write_log(log_dir, [b"one", b"two", b"three", None, b"four"])
     flip_bit(segment(log_dir), 256 + 43 + 41)

@@ -56,6 +56,7 @@ def reforge(record: bytes, **changes: int) -> bytes:
     return bytes(head) + record[40:]
 
 
+@pytest.mark.spec("R-8", "R-15")
 @pytest.mark.parametrize("pieces", [None, 1, 7])
 @given(st.lists(payloads, max_size=6))
 def test_committed_records_decode_whole_bytewise_and_with_trailing_bytes(
@@ -72,6 +73,7 @@ def test_committed_records_decode_whole_bytewise_and_with_trailing_bytes(
     assert decoder.offset == limit and decoder.done
 
 
+@pytest.mark.spec("R-12", "W-21")
 @given(st.lists(small_payloads, min_size=1, max_size=4), st.data())
 def test_torn_tail_at_every_byte_of_the_last_record_is_ignored(items: list[bytes], data: st.DataObject) -> None:
     whole = records(items)
@@ -82,6 +84,7 @@ def test_torn_tail_at_every_byte_of_the_last_record_is_ignored(items: list[bytes
     assert decoder.stop is not None and decoder.stop.offset == START + len(whole) - last
 
 
+@pytest.mark.spec("R-8", "R-9", "R-32")
 def test_every_truncation_of_the_last_committed_record_is_reported() -> None:
     whole = records([b"first", b"second record"])
     second = START + len(encode_record(1, b"first"))
@@ -110,6 +113,7 @@ def test_garbage_tail_is_never_a_record(garbage: bytes) -> None:
     assert len(out) == 1 or out[1].index == 2  # a forged valid record would need both checksums
 
 
+@pytest.mark.spec("R-10")
 def test_hostile_4gib_length_needs_no_memory() -> None:
     hostile = reforge(encode_record(1, b"x"), length=0xFFFFFFFF)
     tracemalloc.start()
@@ -144,6 +148,7 @@ def test_garbage_length_fails_the_header_checksum_before_it_is_used() -> None:
         ({"index": 5}, IndexDiscontinuityError),
     ],
 )
+@pytest.mark.spec("R-8", "R-31", "R-32")
 def test_committed_record_defect_gets_its_error_class(damage: dict[str, int], error: type[Exception]) -> None:
     good = encode_record(1, b"first")
     bad = reforge(encode_record(2, b"second"), **damage)
@@ -179,6 +184,7 @@ def test_asqn_must_increase() -> None:
         next(decoder)
 
 
+@pytest.mark.spec("R-11")
 def test_skippable_frame_is_verified_skipped_and_consumes_no_index() -> None:
     ancillary = reforge(encode_record(2, b"future extension"), frame=200)
     data = encode_record(1, b"a") + ancillary + encode_record(2, b"b")
@@ -186,6 +192,7 @@ def test_skippable_frame_is_verified_skipped_and_consumes_no_index() -> None:
     assert [(e.index, e.payload) for e in out] == [(1, b"a"), (2, b"b")]
 
 
+@pytest.mark.spec("R-25")
 @given(st.binary(max_size=300), st.lists(small_payloads, min_size=1, max_size=3))
 def test_resync_finds_the_first_valid_record_after_damage(junk: bytes, items: list[bytes]) -> None:
     data = junk + records(items, first_index=10)
@@ -200,6 +207,7 @@ def test_resync_refuses_records_older_than_the_expected_index() -> None:
     assert find_next_record(data, 0, min_index=4) == len(encode_record(3, b"old", timestamp_us=0))
 
 
+@pytest.mark.spec("R-14")
 def test_random_bit_flips_in_committed_data_never_pass_silently() -> None:
     rng = random.Random(1)
     base = records([bytes([n]) * n for n in range(1, 30)])

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from logtools import FaultyFileSystem, append_raw, commit_offset, flip_bit, read_entries, segment, write_log
 
 from openbinlog import (
     AsqnOrderError,
@@ -21,9 +22,9 @@ from openbinlog import (
     encode_record,
 )
 from openbinlog._segment import parse_header
-from logtools import FaultyFileSystem, append_raw, commit_offset, flip_bit, read_entries, segment, write_log
 
 
+@pytest.mark.spec("W-1", "W-2", "W-34")
 def test_writer_creates_directory_lock_and_first_segment(log_dir: Path) -> None:
     with Writer(log_dir / "deeper") as writer:
         ref = writer.append(b"first")
@@ -33,6 +34,7 @@ def test_writer_creates_directory_lock_and_first_segment(log_dir: Path) -> None:
     assert header.base_index == 1  # type: ignore[union-attr]
 
 
+@pytest.mark.spec("W-7")
 def test_refs_carry_log_offset_and_continuous_indexes(log_dir: Path) -> None:
     with Writer(log_dir) as writer:
         first = writer.append_many([b"a", b"bb"])
@@ -47,12 +49,14 @@ def test_refs_carry_log_offset_and_continuous_indexes(log_dir: Path) -> None:
     ]
 
 
+@pytest.mark.spec("W-5")
 def test_publish_moves_the_seed_last_element_position_too(log_dir: Path) -> None:
     write_log(log_dir, [b"x" * 10])
     raw = segment(log_dir).read_bytes()
     assert int.from_bytes(raw[8:16], "big") == commit_offset(segment(log_dir)) == len(raw) == 256 + 50
 
 
+@pytest.mark.spec("W-27")
 def test_cutover_seals_with_status_and_next_log_number(log_dir: Path) -> None:
     write_log(log_dir, [b"a", None])
     raw = segment(log_dir).read_bytes()
@@ -63,6 +67,7 @@ def test_cutover_seals_with_status_and_next_log_number(log_dir: Path) -> None:
     assert parse_header(segment(log_dir, 2).read_bytes()).base_index == 2  # type: ignore[union-attr]
 
 
+@pytest.mark.spec("W-20", "W-22")
 def test_torn_tail_is_truncated_before_the_first_append(log_dir: Path) -> None:
     write_log(log_dir, [b"kept"])
     committed = commit_offset(segment(log_dir))
@@ -73,6 +78,7 @@ def test_torn_tail_is_truncated_before_the_first_append(log_dir: Path) -> None:
     assert [e.payload for e in read_entries(log_dir)] == [b"kept", b"next"]
 
 
+@pytest.mark.spec("W-21")
 def test_valid_records_beyond_a_lost_publish_are_adopted(log_dir: Path) -> None:
     faulty = FaultyFileSystem(drop_header_writes=True)
     write_log(log_dir, [b"a"])
@@ -84,6 +90,7 @@ def test_valid_records_beyond_a_lost_publish_are_adopted(log_dir: Path) -> None:
     assert commit_offset(segment(log_dir)) == 256 + 3 * 41
 
 
+@pytest.mark.spec("W-26", "W-24")
 def test_writer_refuses_to_append_after_damaged_committed_data(log_dir: Path) -> None:
     write_log(log_dir, [b"one", b"two"])
     flip_bit(segment(log_dir), 256 + 41 + 40)
@@ -92,6 +99,7 @@ def test_writer_refuses_to_append_after_damaged_committed_data(log_dir: Path) ->
     assert (caught.value.log, caught.value.offset, caught.value.index) == (1, 256 + 43, 2)
 
 
+@pytest.mark.spec("W-19")
 def test_failed_sync_acknowledges_nothing_and_stops_the_writer(log_dir: Path) -> None:
     write_log(log_dir, [b"durable"])
     faulty = FaultyFileSystem(fail_sync_after=1)
@@ -108,6 +116,7 @@ def test_failed_sync_acknowledges_nothing_and_stops_the_writer(log_dir: Path) ->
     assert [e.payload for e in read_entries(log_dir)][-1] == b"after reopen"
 
 
+@pytest.mark.spec("W-8")
 def test_asqn_must_increase_across_commits_and_processes(log_dir: Path) -> None:
     with Writer(log_dir) as writer:
         writer.append(b"a", asqn=10)
@@ -120,6 +129,7 @@ def test_asqn_must_increase_across_commits_and_processes(log_dir: Path) -> None:
     assert [e.asqn for e in read_entries(log_dir)] == [10, -1]
 
 
+@pytest.mark.spec("W-9")
 def test_timestamps_never_go_backwards(log_dir: Path) -> None:
     clock = iter([5_000, 9_000, 1_000, 12_000])
     with Writer(log_dir, clock_us=lambda: next(clock)) as writer:  # first tick: the segment's creation time
@@ -136,6 +146,7 @@ def test_closed_writer_refuses_appends(log_dir: Path) -> None:
         writer.append(b"x")
 
 
+@pytest.mark.spec("W-35")
 def test_legacy_log_is_read_only(log_dir: Path) -> None:
     log_dir.mkdir()
     header = bytearray(256)
@@ -148,6 +159,7 @@ def test_legacy_log_is_read_only(log_dir: Path) -> None:
         Writer(log_dir)
 
 
+@pytest.mark.spec("W-18", "W-17", "W-10")
 def test_preallocated_segments_roll_over_when_full(log_dir: Path) -> None:
     capacity = 4096
     with Writer(log_dir, preallocate=capacity) as writer:
@@ -160,6 +172,7 @@ def test_preallocated_segments_roll_over_when_full(log_dir: Path) -> None:
         writer.append(bytes(capacity))
 
 
+@pytest.mark.spec("W-22")
 def test_preallocated_tail_is_zeroed_not_truncated(log_dir: Path) -> None:
     write_log(log_dir, [b"a"], preallocate=8192)
     seg = segment(log_dir)

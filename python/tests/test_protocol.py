@@ -1,0 +1,277 @@
+"""The order of file operations (write, cutover, recovery), locking, retention and reader rules."""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from logtools import append_raw, assert_read_only, commit_offset, read_entries, segment, write_log
+
+from openbinlog import (
+    AsqnNotIncreasingError,
+    ChainBrokenError,
+    InvalidRefError,
+    Reader,
+    Ref,
+    Writer,
+    encode_record,
+)
+from openbinlog._fs import OsFileSystem
+from openbinlog._segment import CommitState, build_header, encode_mirror, encode_slot
+from openbinlog._split import read_split
+
+
+class RecordingFileSystem(OsFileSystem):
+    """The real file system, logging each operation as (operation, file name, detail)."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[str, str, object]] = []
+        self._names: dict[int, str] = {}
+
+    def _name(self, fd: int) -> str:
+        return self._names.get(fd, "?")
+
+    def open_write(self, path: str, *, create: bool = False, exclusive: bool = False) -> int:
+        fd = super().open_write(path, create=create, exclusive=exclusive)
+        self._names[fd] = os.path.basename(path)
+        return fd
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+        region = "header" if offset < 256 else "records"
+        self.ops.append(("pwrite", self._name(fd), region))
+        super().pwrite(fd, data, offset)
+
+    def truncate(self, fd: int, size: int) -> None:
+        self.ops.append(("truncate", self._name(fd), size))
+        super().truncate(fd, size)
+
+    def fdatasync(self, fd: int) -> None:
+        self.ops.append(("fdatasync", self._name(fd), None))
+        super().fdatasync(fd)
+
+    def fsync_dir(self, path: str) -> None:
+        self.ops.append(("fsync_dir", "", None))
+        super().fsync_dir(path)
+
+    def link(self, source: str, target: str) -> None:
+        self.ops.append(("link", os.path.basename(source)[:13], os.path.basename(target)))
+        super().link(source, target)
+        for fd, name in self._names.items():
+            if name == os.path.basename(source):
+                self._names[fd] = os.path.basename(target)
+
+    def unlink(self, path: str) -> None:
+        self.ops.append(("unlink", os.path.basename(path)[:13], None))
+        super().unlink(path)
+
+    def lock(self, fd: int) -> None:
+        self.ops.append(("lock", "LOCK", None))
+        super().lock(fd)
+
+    def unlock(self, fd: int) -> None:
+        self.ops.append(("unlock", "LOCK", None))
+        super().unlock(fd)
+
+
+@pytest.mark.spec("W-13", "W-14", "W-15", "W-5", "W-31")
+def test_append_writes_syncs_then_publishes_under_the_lock(log_dir: Path) -> None:
+    fs = RecordingFileSystem()
+    with Writer(log_dir, fs=fs) as writer:
+        fs.ops.clear()
+        writer.append(b"payload")
+        ops = list(fs.ops)
+    seg = "00000001.dat"
+    assert ops == [
+        ("lock", "LOCK", None),
+        ("pwrite", seg, "records"),
+        ("fdatasync", seg, None),
+        ("pwrite", seg, "header"),  # the slot
+        ("pwrite", seg, "header"),  # the mirrors, after the slot
+        ("unlock", "LOCK", None),
+    ]
+
+
+@pytest.mark.spec("W-27", "W-28", "W-31")
+def test_cutover_order_temp_sync_link_dirsync_then_seal(log_dir: Path) -> None:
+    fs = RecordingFileSystem()
+    with Writer(log_dir, fs=fs) as writer:
+        writer.append(b"a")
+        fs.ops.clear()
+        writer.cutover()
+        ops = [(op, name) for op, name, _ in fs.ops]
+    old, temp = "00000001.dat", ".00000002.dat"
+    new_temp = ops[2][1]
+    assert ops == [
+        ("lock", "LOCK"),
+        ("fdatasync", old),  # step 0: everything in N durable
+        ("pwrite", new_temp),  # the new header, into the temp file
+        ("fdatasync", new_temp),
+        ("link", temp),
+        ("unlink", temp),
+        ("fsync_dir", ""),
+        ("pwrite", old),  # seal: slot
+        ("pwrite", old),  # mirrors
+        ("fdatasync", old),
+        ("unlock", "LOCK"),
+    ]
+    assert new_temp.startswith(".00000002.dat.") and new_temp.endswith(".tmp")
+
+
+@pytest.mark.spec("W-22", "W-23", "W-20")
+def test_recovery_truncates_syncs_publishes_and_syncs_again(log_dir: Path) -> None:
+    write_log(log_dir, [b"a"])
+    append_raw(segment(log_dir), encode_record(2, b"adopt me") + b"torn bytes")
+    fs = RecordingFileSystem()
+    with Writer(log_dir, fs=fs):
+        ops = [(op, detail) for op, _, detail in fs.ops if op not in {"lock", "unlock"}]
+    end = 256 + 41 + 48
+    assert ops == [
+        ("truncate", end),
+        ("fdatasync", None),
+        ("pwrite", "header"),
+        ("pwrite", "header"),
+        ("fdatasync", None),
+    ]
+
+
+@pytest.mark.spec("W-20")
+def test_tail_left_by_another_process_is_recovered_before_the_next_batch(log_dir: Path) -> None:
+    with Writer(log_dir) as writer:
+        writer.append(b"a")
+        append_raw(segment(log_dir), b"\x00\x00\x01\x00garbage from a writer killed mid-write")
+        ref = writer.append(b"b")
+    assert ref.offset == 256 + 41
+    assert [e.payload for e in read_entries(log_dir)] == [b"a", b"b"]
+
+
+@pytest.mark.spec("W-16")
+def test_writer_moves_to_the_successor_another_writer_created(log_dir: Path) -> None:
+    with Writer(log_dir) as first, Writer(log_dir) as second:
+        first.append(b"a")
+        second.cutover()
+        ref = first.append(b"b")
+    assert ref == Ref(2, 256, 2)
+
+
+@pytest.mark.spec("W-32", "W-33", "W-34")
+def test_lock_is_an_ofd_lock_that_excludes_posix_lockers_and_survives_closing_other_descriptors(log_dir: Path) -> None:
+    write_log(log_dir, [b"a"])
+    probe = (
+        "import fcntl,sys\n"
+        "fd=open(sys.argv[1],'r+')\n"
+        "try:\n fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n print('free')\n"
+        "except OSError:\n print('held')\n"
+    )
+    with Writer(log_dir) as writer, writer._locked():  # the lock of one batch
+        # The POSIX pitfall: closing another descriptor of LOCK must not drop it.
+        other = os.open(log_dir / "LOCK", os.O_RDONLY)
+        os.close(other)
+        result = subprocess.run(
+            [sys.executable, "-c", probe, str(log_dir / "LOCK")], capture_output=True, text=True, timeout=30, check=True
+        )
+        assert result.stdout.strip() == "held"
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(log_dir / "LOCK")], capture_output=True, text=True, timeout=30, check=True
+    )
+    assert result.stdout.strip() == "free"
+    assert (log_dir / "LOCK").stat().st_size == 0
+    assert hasattr(fcntl, "F_OFD_SETLKW")
+
+
+@pytest.mark.spec("W-3")
+def test_retention_removes_only_sealed_lowest_segments(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", None, b"b", None, b"c"])
+    with Writer(log_dir) as writer:
+        assert writer.drop_segments(before_log=10) == [1, 2]  # never the last one
+    assert sorted(p.name for p in log_dir.glob("*.dat")) == ["00000003.dat"]
+    entries = read_entries(log_dir)
+    assert [(e.index, e.payload) for e in entries] == [(3, b"c")]
+
+
+@pytest.mark.spec("R-21")
+def test_reader_starts_at_the_lowest_segment_present(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", None, b"b", b"c", None, b"d"])
+    with Writer(log_dir) as writer:
+        writer.drop_segments(before_log=2)
+    assert [(e.index, e.payload) for e in read_entries(log_dir)] == [(2, b"b"), (3, b"c"), (4, b"d")]
+    with pytest.raises(InvalidRefError):
+        Reader(log_dir, start=Ref(1, 256, 1))
+
+
+@pytest.mark.spec("R-1", "R-33")
+def test_files_that_are_not_segments_are_ignored(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", None, b"b"])
+    expected = [e.payload for e in read_entries(log_dir)]
+    for name in ("00000001.idx", "1.dat", "00000003.DAT", "00000003.dat.gz.partial", "notes.txt", "000000003.dat"):
+        (log_dir / name).write_bytes(b"not a segment")
+    assert assert_read_only(log_dir, lambda: [e.payload for e in read_entries(log_dir)]) == expected
+    with Writer(log_dir) as writer:  # and writers leave them alone
+        writer.append(b"c")
+    assert (log_dir / "notes.txt").exists()
+
+
+@pytest.mark.spec("R-5")
+def test_mirror_fields_carry_no_authority(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", b"b"])
+    data = bytearray(segment(log_dir).read_bytes())
+    data[6:24] = bytes.fromhex("0001" + "00000000deadbeef" + "00000001" + "00000063")
+    segment(log_dir).write_bytes(bytes(data))
+    assert [e.payload for e in read_entries(log_dir)] == [b"a", b"b"]
+
+
+def build_segment(path: Path, *, log: int, base: int, records: list[bytes], log_id: bytes, last_asqn: int = -1) -> None:
+    """A segment built byte by byte, published up to its last record."""
+    body = b"".join(records)
+    header = bytearray(build_header(log=log, log_id=log_id, base_index=base, created_us=0, last_asqn=last_asqn))
+    commit = CommitState(2, 256 + len(body), base + len(records), last_asqn, 0, 0)
+    for at, raw in (encode_slot(commit), encode_mirror(commit, log)):
+        header[at : at + len(raw)] = raw
+    path.write_bytes(bytes(header) + body)
+
+
+@pytest.mark.spec("R-13")
+def test_timestamps_going_backwards_are_not_damage(log_dir: Path) -> None:
+    log_dir.mkdir()
+    records = [encode_record(1, b"a", timestamp_us=900), encode_record(2, b"b", timestamp_us=100)]
+    build_segment(segment(log_dir), log=1, base=1, records=records, log_id=bytes(16))
+    assert [e.timestamp_us for e in read_entries(log_dir)] == [900, 100]
+
+
+@pytest.mark.spec("R-19", "R-18")
+def test_asqn_order_and_index_continue_across_segments(log_dir: Path) -> None:
+    log_dir.mkdir()
+    log_id = bytes(range(16))
+    sealed = [encode_record(1, b"a", asqn=10)]
+    build_segment(segment(log_dir, 1), log=1, base=1, records=sealed, log_id=log_id)
+    build_segment(segment(log_dir, 2), log=2, base=2, records=[encode_record(2, b"b", asqn=5)], log_id=log_id)
+    with pytest.raises(AsqnNotIncreasingError) as caught:
+        read_entries(log_dir)
+    assert (caught.value.log, caught.value.index) == (2, 2)
+    build_segment(segment(log_dir, 2), log=2, base=3, records=[encode_record(3, b"b")], log_id=log_id)
+    with pytest.raises(ChainBrokenError):
+        read_entries(log_dir)
+
+
+@pytest.mark.spec("R-27")
+@pytest.mark.parametrize("splits", [1, 7, 100])
+def test_splits_return_every_record_exactly_once(log_dir: Path, splits: int) -> None:
+    payloads = [bytes([n % 256]) * (n * 37 % 500) for n in range(300)]
+    write_log(log_dir, payloads)
+    size = commit_offset(segment(log_dir))
+    bounds = [256 + (size - 256) * k // splits for k in range(splits + 1)]
+    got = [e.payload for a, b in itertools.pairwise(bounds) for e in read_split(log_dir, 1, a, b)]
+    assert got == payloads
+
+
+@pytest.mark.spec("R-27")
+def test_split_start_inside_a_payload_that_looks_like_a_record_is_not_a_boundary(log_dir: Path) -> None:
+    lookalike = encode_record(5, b"inner")  # a valid record inside a payload; what follows it is index 3
+    write_log(log_dir, [b"a", lookalike, b"c"])
+    entries = read_entries(log_dir)
+    inner = entries[1].offset + 40
+    assert [e.payload for e in read_split(log_dir, 1, inner, 10_000)] == [b"c"]
