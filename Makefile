@@ -18,9 +18,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+PY_SOURCES := $(wildcard python spark_udfs tools conformance)
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check python spark_udfs tools
-	$(VENV)/bin/ruff format --check python spark_udfs tools
+	$(VENV)/bin/ruff check $(PY_SOURCES)
+	$(VENV)/bin/ruff format --check $(PY_SOURCES)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

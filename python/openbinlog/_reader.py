@@ -22,6 +22,7 @@ from ._records import Entry, RecordDecoder, find_next_record
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo, SegmentHeaderInfo
 from ._segment_file import READ_CHUNK, SegmentFile, list_segments, next_entry, segment_end
+from ._wake import ChangeWaiter
 from .errors import (
     BinlogError,
     ChainBrokenError,
@@ -33,8 +34,6 @@ from .errors import (
 )
 
 RESYNC_WINDOW = 64 << 20
-POLL_FIRST = 0.001
-POLL_MAX = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +234,7 @@ class Reader:
         self._peeked: Entry | None = None
         self._ended = False
         self._closed = False
+        self._waiter: ChangeWaiter | None = None
         ref = start or after
         if ref is not None:
             self._cursor = self._cursor_at(ref, inclusive=start is not None)
@@ -253,16 +253,21 @@ class Reader:
 
     def has_next(self, timeout: float = 0.0) -> bool:
         """True when a committed record is ready, waiting up to ``timeout`` seconds."""
+        if self._peek() is not None:
+            return True
+        if timeout <= 0 or self._ended:
+            return False
+        if self._waiter is None:
+            self._waiter = ChangeWaiter(self.directory)
         deadline = time.monotonic() + timeout
-        delay = POLL_FIRST
         while True:
             if self._peek() is not None:
+                self._waiter.reset()
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._ended:
                 return False
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, POLL_MAX)
+            self._waiter.wait(remaining)
 
     def next(self, timeout: float = 0.0) -> Entry | None:
         """The next committed record, waiting up to ``timeout``; None if there is none yet."""
@@ -280,6 +285,9 @@ class Reader:
         return Ref(self._cursor.segment.log, self._cursor.offset, self._cursor.next_index)
 
     def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.close()
+            self._waiter = None
         if self._cursor is not None:
             self._cursor.segment.close()
             self._cursor = None

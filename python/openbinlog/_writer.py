@@ -130,6 +130,8 @@ class Writer:
         self._failed: BaseException | None = None
         self._closed = False
         self._segment: _OpenSegment | None = None
+        self._spare: tuple[str, int] | None = None
+        self._spare_thread: threading.Thread | None = None
         self._make_directory()
         try:
             self._lock_fd = self._fs.open_write(os.path.join(self.directory, LOCK_NAME), create=True)
@@ -139,6 +141,8 @@ class Writer:
             with self._os_errors("cannot open the log for writing"), self._locked():
                 self._open_last(verify=verify_on_open)
                 self._prepare()
+                if preallocate:
+                    self._start_spare()
         except BaseException:
             self._release_files()
             raise
@@ -199,6 +203,9 @@ class Writer:
             if self._closed:
                 return
             self._closed = True
+        if self._spare_thread is not None or self._spare is not None:
+            with self._os_errors("cannot remove the spare volume"), self._locked():
+                self._discard_spare()
         with self._io_mutex:
             self._release_files()
 
@@ -597,7 +604,12 @@ class Writer:
     def _create_segment(
         self, log: int, *, log_id: bytes, base_index: int, last_asqn: int, last_timestamp_us: int
     ) -> _OpenSegment:
-        """Steps 1 to 3 of the cutover protocol: temp file, durable header, link, directory sync."""
+        """Steps 1 to 3 of the cutover protocol: temp file, durable header, link, directory sync.
+
+        A preallocating writer takes a spare volume zero-filled in the
+        background, so rolling over costs a header write and two syncs, not
+        ``capacity`` bytes of zeros.
+        """
         header_bytes = build_header(
             log=log,
             log_id=log_id,
@@ -607,17 +619,17 @@ class Writer:
             last_asqn=last_asqn,
             last_timestamp_us=last_timestamp_us,
         )
-        temp = self._path(f".{segment_name(log)}.{secrets.token_hex(8)}.tmp")
         final = self._path(segment_name(log))
-        fd = self._fs.open_write(temp, create=True, exclusive=True)
+        spare = self._take_spare()
+        if spare is not None:
+            temp, fd = spare
+        else:
+            temp = self._path(f".{segment_name(log)}.{secrets.token_hex(8)}.tmp")
+            fd = self._fs.open_write(temp, create=True, exclusive=True)
         try:
+            if spare is None and self.preallocate:
+                self._write_zeros(fd, self.preallocate)
             self._fs.pwrite(fd, header_bytes, 0)
-            if self.preallocate:
-                offset = HEADER_SIZE
-                while offset < self.preallocate:
-                    chunk = ZERO_CHUNK[: min(len(ZERO_CHUNK), self.preallocate - offset)]
-                    self._fs.pwrite(fd, chunk, offset)
-                    offset += len(chunk)
             self._fs.fdatasync(fd)
             self._fs.link(temp, final)
         except BaseException:
@@ -628,7 +640,63 @@ class Writer:
         self._fs.fsync_dir(self.directory)
         header = parse_header(header_bytes, log=log)
         assert isinstance(header, SegmentHeaderInfo)
+        if self.preallocate:
+            self._start_spare()
         return _OpenSegment(log, final, fd, header)
+
+    def _write_zeros(self, fd: int, size: int) -> None:
+        offset = 0
+        while offset < size:
+            chunk = ZERO_CHUNK[: min(len(ZERO_CHUNK), size - offset)]
+            self._fs.pwrite(fd, chunk, offset)
+            offset += len(chunk)
+
+    def _start_spare(self) -> None:
+        """Under the lock: create the next volume's temp file and zero-fill it in the background."""
+        if self._spare_thread is not None or self._spare is not None:
+            return
+        temp = self._path(f".{segment_name(0)}.{secrets.token_hex(8)}.tmp")
+        fd = self._fs.open_write(temp, create=True, exclusive=True)
+        capacity = self.preallocate or 0
+
+        def fill() -> None:
+            try:
+                self._write_zeros(fd, capacity)
+                self._fs.fdatasync(fd)
+            except OSError:
+                self._fs.close(fd)
+                return  # no spare: the next cutover fills its volume itself
+            self._spare = (temp, fd)
+
+        self._spare_thread = threading.Thread(target=fill, name="binlog-spare-volume", daemon=True)
+        self._spare_thread.start()
+
+    def _take_spare(self) -> tuple[str, int] | None:
+        """The spare volume if it is ready and still ours (another writer's clean-up may have removed it)."""
+        thread = self._spare_thread
+        if thread is None or thread.is_alive():
+            return None
+        self._spare_thread = None
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        temp, fd = spare
+        try:
+            same = os.stat(temp).st_ino == os.fstat(fd).st_ino
+        except OSError:
+            same = False
+        if same:
+            return spare
+        self._fs.close(fd)
+        return None
+
+    def _discard_spare(self) -> None:
+        if self._spare_thread is not None:
+            self._spare_thread.join()
+        spare = self._take_spare()
+        if spare is not None:
+            self._fs.close(spare[1])
+            self._fs.unlink(spare[0])
 
     def _create_successor(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
         successor = self._create_segment(

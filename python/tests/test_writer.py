@@ -173,6 +173,33 @@ def test_preallocated_segments_roll_over_when_full(log_dir: Path) -> None:
 
 
 @pytest.mark.spec("W-22")
+def test_preallocating_writer_rolls_over_onto_a_spare_volume_filled_in_the_background(log_dir: Path) -> None:
+    capacity = 1 << 20
+    with Writer(log_dir, preallocate=capacity) as writer:
+        writer.append(b"first")
+        writer._spare_thread.join()  # type: ignore[union-attr]  # let the background fill finish
+        spares = list(log_dir.glob(".00000000.dat.*.tmp"))
+        assert len(spares) == 1
+        spare_inode = spares[0].stat().st_ino
+        writer.cutover()
+        assert segment(log_dir, 2).stat().st_ino == spare_inode  # the spare became segment 2
+        writer.append(b"second")
+    assert not list(log_dir.glob("*.tmp"))  # closing removes the next spare
+    assert segment(log_dir, 2).stat().st_size == capacity
+    assert [e.payload for e in read_entries(log_dir)] == [b"first", b"second"]
+
+
+def test_spare_volume_removed_by_another_writer_is_not_used(log_dir: Path) -> None:
+    with Writer(log_dir, preallocate=1 << 16) as writer:
+        writer._spare_thread.join()  # type: ignore[union-attr]
+        for spare in log_dir.glob(".00000000.dat.*.tmp"):
+            spare.unlink()  # what another writer's clean-up does
+        writer.cutover()
+        writer.append(b"x")
+    assert [e.payload for e in read_entries(log_dir)] == [b"x"]
+    assert segment(log_dir, 2).stat().st_size == 1 << 16
+
+
 def test_preallocated_tail_is_zeroed_not_truncated(log_dir: Path) -> None:
     write_log(log_dir, [b"a"], preallocate=8192)
     seg = segment(log_dir)
