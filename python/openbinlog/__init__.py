@@ -8,9 +8,21 @@ per commit, group commit across threads, several processes under a lock),
 """
 
 from ._format import FIRST_INDEX, HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SIGNATURE
-from ._reader import Damage, Reader, read_all
+from ._maintenance import CODECS, Compressed, RepairReport, RetentionDecision, compress_segments, repair, retain
+from ._reader import Damage, Reader, last_entry, read_all
 from ._records import Entry, RecordDecoder, TailStop, encode_record
 from ._ref import Ref
+from ._split import read_split
+from ._subscribers import (
+    Subscriber,
+    SubscriberError,
+    SubscriberInfo,
+    add_subscriber,
+    commit_checkpoint,
+    get_subscriber,
+    list_subscribers,
+    remove_subscriber,
+)
 from ._verify import SegmentReport, TailReport, VerifyReport, recover, verify
 from ._writer import DURABILITY_MODES, Durability, RecoveryAction, Writer
 from .errors import (
@@ -39,6 +51,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CODECS",
     "DURABILITY_MODES",
     "FIRST_INDEX",
     "HEADER_SIZE",
@@ -54,6 +67,7 @@ __all__ = [
     "BinlogIOError",
     "ChainBrokenError",
     "ChecksumMismatchError",
+    "Compressed",
     "CorruptionError",
     "Damage",
     "Durability",
@@ -68,7 +82,12 @@ __all__ = [
     "RecordDecoder",
     "RecoveryAction",
     "Ref",
+    "RepairReport",
+    "RetentionDecision",
     "SegmentReport",
+    "Subscriber",
+    "SubscriberError",
+    "SubscriberInfo",
     "TailReport",
     "TailStop",
     "TruncatedError",
@@ -79,8 +98,18 @@ __all__ = [
     "WriterClosedError",
     "WriterFailedError",
     "__version__",
+    "add_subscriber",
+    "commit_checkpoint",
+    "compress_segments",
     "encode_record",
+    "get_subscriber",
+    "last_entry",
+    "list_subscribers",
     "read_all",
+    "read_split",
     "recover",
+    "remove_subscriber",
+    "repair",
+    "retain",
     "verify",
 ]

@@ -56,7 +56,8 @@ NO_ASQN = -1
 LEGACY_FIRST_RECORD_OFFSET = 248
 LEGACY_LENGTH_SIZE = 4
 
-SEGMENT_NAME = re.compile(r"^(\d{8})\.dat$")
+SEGMENT_NAME = re.compile(r"^(\d{8})\.dat(\.gz|\.zst)?$")
+COMPRESSED_SUFFIXES = (".gz", ".zst")
 
 CommitSlot = Struct(
     "generation" / Int64ub,

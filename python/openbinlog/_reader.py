@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from ._format import HEADER_SIZE, LEGACY_FIRST_RECORD_OFFSET, LEGACY_LENGTH_SIZE, NO_ASQN, segment_name
+from ._format import HEADER_SIZE, LEGACY_FIRST_RECORD_OFFSET, LEGACY_LENGTH_SIZE, NO_ASQN
 from ._legacy import iter_legacy_records
 from ._records import Entry, RecordDecoder, find_next_record
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo, SegmentHeaderInfo
-from ._segment_file import READ_CHUNK, SegmentFile, list_segments, next_entry, segment_end
+from ._segment_file import READ_CHUNK, SegmentFile, find_segment, list_segments, next_entry, segment_end
 from ._wake import ChangeWaiter
 from .errors import (
     BinlogError,
@@ -70,6 +71,7 @@ class _Cursor:
         self.segment = segment
         self.header = header
         self.final = False
+        self.lost_tail = False
 
     @property
     def offset(self) -> int:
@@ -203,7 +205,8 @@ class Reader:
     """Iterate the committed records of the log in ``directory``.
 
     ``start`` resumes at the record a ref names (inclusive), ``after`` just
-    past it; either is checked against the record it names. With ``follow``
+    past it; either is checked against the record it names. ``at_end``
+    starts after the last committed record (a transient subscriber). With ``follow``
     the reader moves on to the next segment at a cutover; without it the
     reader stops at the end of the segment it is in. With ``tolerant``
     damaged committed regions are skipped and listed in ``damage`` instead
@@ -219,11 +222,12 @@ class Reader:
         start: Ref | None = None,
         *,
         after: Ref | None = None,
+        at_end: bool = False,
         follow: bool = True,
         tolerant: bool = False,
     ) -> None:
-        if start is not None and after is not None:
-            raise ValueError("give start or after, not both")
+        if sum((start is not None, after is not None, at_end)) > 1:
+            raise ValueError("give at most one of start, after and at_end")
         self.directory = os.fspath(directory)
         if not os.path.isdir(self.directory):
             raise NotALogError("not a log directory", path=self.directory)
@@ -235,6 +239,9 @@ class Reader:
         self._ended = False
         self._closed = False
         self._waiter: ChangeWaiter | None = None
+        if at_end:
+            last = last_entry(self.directory)
+            after = None if last is None else last.ref
         ref = start or after
         if ref is not None:
             self._cursor = self._cursor_at(ref, inclusive=start is not None)
@@ -304,7 +311,7 @@ class Reader:
     # -- positioning --------------------------------------------------------
 
     def _segment_exists(self, log: int) -> bool:
-        return os.path.exists(os.path.join(self.directory, segment_name(log)))
+        return find_segment(self.directory, log) is not None
 
     def _open(self, log: int) -> tuple[SegmentFile, SegmentHeaderInfo | LegacyHeaderInfo] | None:
         """Open segment ``log``; None when it does not exist or is a blank last segment."""
@@ -496,7 +503,7 @@ class Reader:
             problem = None
             if header.log_id != previous.header.log_id:
                 problem = "belongs to another log (log id differs)"
-            elif header.base_index != previous.next_index:
+            elif header.base_index != previous.next_index and not previous.lost_tail:
                 problem = f"starts at index {header.base_index}, the previous segment ends before {previous.next_index}"
             if problem is not None:
                 error = ChainBrokenError(
@@ -550,6 +557,8 @@ class Reader:
             cursor.segment, cursor.header, offset=resume, next_index=next_index, last_asqn=NO_ASQN, limit=limit
         )
         replacement.final = cursor.final
+        # Records lost up to the segment end leave the index gap to the successor already reported.
+        replacement.lost_tail = found is None
         self._cursor = replacement
 
 
@@ -557,3 +566,31 @@ def read_all(directory: str | os.PathLike[str] | Path) -> list[Entry]:
     """Every committed record of the log, following cutovers."""
     with Reader(directory) as reader:
         return list(reader)
+
+
+def last_entry(directory: str | os.PathLike[str]) -> Entry | None:
+    """The last committed record of the log, None when it holds none."""
+    path = os.fspath(directory)
+    logs = list_segments(path)
+    for log in reversed(logs):
+        with SegmentFile(path, log) as segment:
+            if segment.is_blank():
+                continue
+            header = segment.header()
+            if isinstance(header, LegacyHeaderInfo):
+                break  # version 1 indexes are counted from the first segment: walk the whole log
+            if (
+                segment.commit(header).next_index == header.base_index
+                and segment_end(path, segment, header)[0] == HEADER_SIZE
+            ):
+                continue
+            start = Ref(log, HEADER_SIZE, header.base_index)
+        with Reader(path, start=start, follow=False) as reader:
+            return _final(reader)
+    with Reader(path) as reader:
+        return _final(reader)
+
+
+def _final(reader: Reader) -> Entry | None:
+    kept = deque(reader, maxlen=1)
+    return kept[0] if kept else None

@@ -7,11 +7,17 @@ the writer reaches the same parsing through its own file operations.
 from __future__ import annotations
 
 import errno
+import gzip
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO
 
-from ._format import HEADER_SIZE, SEGMENT_NAME, segment_name
+import zstandard
+
+from ._format import COMPRESSED_SUFFIXES, HEADER_SIZE, SEGMENT_NAME, segment_name
 from ._records import Entry, RecordDecoder, TailStop
 from ._segment import (
     CommitState,
@@ -21,7 +27,7 @@ from ._segment import (
     is_blank_header,
     parse_header,
 )
-from .errors import BinlogError, BinlogIOError, NotALogError
+from .errors import BadHeaderError, BinlogError, BinlogIOError, NotALogError
 
 READ_CHUNK = 1 << 20
 
@@ -35,12 +41,43 @@ def io_error(exc: OSError, path: str, what: str) -> BinlogIOError:
 
 
 def list_segments(directory: str) -> list[int]:
-    """The log numbers of the segment files present, ascending."""
+    """The log numbers of the segments present (plain or compressed), ascending."""
     try:
         names = os.listdir(directory)
     except OSError as exc:
         raise io_error(exc, directory, "cannot list the log directory") from exc
-    return sorted(int(match[1]) for name in names if (match := SEGMENT_NAME.match(name)))
+    return sorted({int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))})
+
+
+def find_segment(directory: str, log: int) -> str | None:
+    """The file holding segment ``log``: the plain file if present, else a compressed copy (spec 2.6)."""
+    plain = os.path.join(directory, segment_name(log))
+    for path in (plain, *(plain + suffix for suffix in COMPRESSED_SUFFIXES)):
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def _decompressed(path: str) -> IO[bytes]:
+    """A sealed segment compressed whole, unpacked into an anonymous temporary file.
+
+    A temporary file, not memory: a hostile archive cannot exhaust memory,
+    and reads keep the random access the record walk needs.
+    """
+    spill: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - the caller owns and closes it
+    try:
+        with open(path, "rb") as raw:
+            if path.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw) as unpacked:
+                    shutil.copyfileobj(unpacked, spill, READ_CHUNK)
+            else:
+                with zstandard.ZstdDecompressor().stream_reader(raw) as unpacked:
+                    shutil.copyfileobj(unpacked, spill, READ_CHUNK)
+        spill.flush()  # reads use pread on the descriptor, past Python's buffer
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
+        spill.close()
+        raise BadHeaderError(f"compressed segment cannot be unpacked: {exc}", path=path) from exc
+    return spill
 
 
 def next_entry(decoder: RecordDecoder, read_at: ReadAt, *, fed: int, end: int) -> tuple[Entry | None, int]:
@@ -130,16 +167,25 @@ class SegmentFile:
     def __init__(self, directory: str, log: int) -> None:
         self.directory = directory
         self.log = log
-        self.path = os.path.join(directory, segment_name(log))
+        self.path = find_segment(directory, log) or os.path.join(directory, segment_name(log))
+        self.compressed = self.path.endswith(COMPRESSED_SUFFIXES)
+        self._spill: IO[bytes] | None = None
         try:
-            self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            if self.compressed:
+                self._spill = _decompressed(self.path)
+                self.fd = self._spill.fileno()
+            else:
+                self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
             raise io_error(exc, self.path, "cannot open segment") from exc
 
     def close(self) -> None:
-        if self.fd >= 0:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+        elif self.fd >= 0:
             os.close(self.fd)
-            self.fd = -1
+        self.fd = -1
 
     def __enter__(self) -> SegmentFile:
         return self
@@ -197,8 +243,7 @@ def segment_end(directory: str, segment: SegmentFile, header: SegmentHeaderInfo)
     commit = segment.commit(header)
     if commit.closed:
         return commit.commit_offset, True
-    successor_path = os.path.join(directory, segment_name(segment.log + 1))
-    if not os.path.exists(successor_path):
+    if find_segment(directory, segment.log + 1) is None:
         return commit.commit_offset, False
     try:
         with SegmentFile(directory, segment.log + 1) as successor:

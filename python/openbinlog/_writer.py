@@ -34,7 +34,7 @@ from ._segment import (
     is_blank_header,
     parse_header,
 )
-from ._segment_file import TailScan, next_entry, scan_tail
+from ._segment_file import SegmentFile, TailScan, list_segments, next_entry, scan_tail
 from .errors import (
     AsqnOrderError,
     BinlogError,
@@ -97,6 +97,7 @@ class Writer:
     point). ``preallocate`` creates segments of that many bytes, zero-filled,
     and rolls to a new one when the next record does not fit;
     ``max_segment_bytes`` cuts over once a segment has grown past it.
+    ``backup_dir``: recovery first copies every byte it removes there.
     """
 
     def __init__(
@@ -108,6 +109,7 @@ class Writer:
         preallocate: int | None = None,
         max_segment_bytes: int | None = None,
         verify_on_open: bool = True,
+        backup_dir: str | os.PathLike[str] | None = None,
         fs: FileSystem | None = None,
         clock_us: Callable[[], int] = _now_us,
     ) -> None:
@@ -121,6 +123,7 @@ class Writer:
         self.preallocate = preallocate
         self.max_segment_bytes = max_segment_bytes
         self.recovery: list[RecoveryAction] = []
+        self.backup_dir = None if backup_dir is None else os.fspath(backup_dir)
         self._fs: FileSystem = fs or OsFileSystem()
         self._clock_us = clock_us
         self._cond = threading.Condition()
@@ -133,6 +136,7 @@ class Writer:
         self._spare: tuple[str, int] | None = None
         self._spare_thread: threading.Thread | None = None
         self._make_directory()
+        self._refuse_legacy()
         try:
             self._lock_fd = self._fs.open_write(os.path.join(self.directory, LOCK_NAME), create=True)
         except OSError as exc:
@@ -168,6 +172,13 @@ class Writer:
             segment, commit = self._prepare()
             return self._cut_over(segment, commit).log
 
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the log's writer lock: for maintenance that must not interleave with commits."""
+        self._check_usable()
+        with self._os_errors("maintenance failed"), self._locked():
+            yield
+
     def drop_segments(self, before_log: int) -> list[int]:
         """Remove sealed segments numbered below ``before_log``, lowest first (retention, spec 2.5).
 
@@ -180,18 +191,20 @@ class Writer:
         with self._os_errors("segment removal failed"), self._locked():
             while True:
                 names = self._fs.listdir(self.directory)
-                logs = sorted(int(match[1]) for name in names if (match := SEGMENT_NAME.match(name)))
+                files: dict[int, list[str]] = {}
+                for name in names:
+                    if match := SEGMENT_NAME.match(name):
+                        files.setdefault(int(match[1]), []).append(name)
+                logs = sorted(files)
                 if len(logs) < 2 or logs[0] >= before_log:
                     break
-                path = self._path(segment_name(logs[0]))
-                fd = self._fs.open_read(path)
-                try:
-                    header = parse_header(self._fs.pread(fd, HEADER_SIZE, 0), log=logs[0])
-                finally:
-                    self._fs.close(fd)
-                if isinstance(header, LegacyHeaderInfo) or not header.commit.closed:
+                with SegmentFile(self.directory, logs[0]) as lowest:
+                    header = lowest.header()
+                    sealed = not isinstance(header, LegacyHeaderInfo) and lowest.commit(header).closed
+                if not sealed:
                     break
-                self._fs.unlink(path)
+                for name in files[logs[0]]:  # the segment and any compressed copy of it
+                    self._fs.unlink(self._path(name))
                 self._fs.fsync_dir(self.directory)
                 removed.append(logs[0])
         return removed
@@ -363,6 +376,17 @@ class Writer:
         if not os.path.isdir(self.directory):
             raise BinlogIOError("not a directory", path=self.directory)
 
+    def _refuse_legacy(self) -> None:
+        """Refuse a version 1 log before leaving any trace in it (the check is repeated under the lock)."""
+        logs = list_segments(self.directory)
+        if not logs:
+            return
+        with SegmentFile(self.directory, logs[-1]) as last:
+            if not last.is_blank() and isinstance(last.header(), LegacyHeaderInfo):
+                raise LegacyLogError(
+                    "a version 1 (jPOS-EE) log is read-only: writers write version 2 only", path=last.path, log=last.log
+                )
+
     @contextmanager
     def _os_errors(self, what: str) -> Iterator[None]:
         try:
@@ -430,10 +454,11 @@ class Writer:
         removed = False
         for name in names:
             if TEMP_NAME.match(name):
+                self._backup_file(self._path(name))
                 self._fs.unlink(self._path(name))
                 self.recovery.append(RecoveryAction("remove_temp", self._path(name)))
                 removed = True
-        logs = sorted(int(match[1]) for name in names if (match := SEGMENT_NAME.match(name)))
+        logs = sorted({int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))})
         while logs:
             last = logs[-1]
             path = self._path(segment_name(last))
@@ -443,6 +468,7 @@ class Writer:
                 break
             # Its header never became durable, so it never held a record.
             self._fs.close(fd)
+            self._backup_file(path)
             self._fs.unlink(path)
             self.recovery.append(RecoveryAction("remove_blank_segment", path, log=last))
             removed = True
@@ -493,6 +519,8 @@ class Writer:
     def _seal_finished(self, log: int, successor: SegmentHeaderInfo) -> None:
         """Seal a predecessor left open by a cutover that stopped before sealing."""
         path = self._path(segment_name(log))
+        if not self._fs.exists(path):
+            return  # only a compressed copy: compression takes sealed segments only
         fd = self._fs.open_write(path)
         try:
             data = self._fs.pread(fd, HEADER_SIZE, 0)
@@ -545,6 +573,9 @@ class Writer:
     def _settle_tail(self, segment: _OpenSegment, commit: CommitState, scan: TailScan) -> CommitState:
         changed = False
         if scan.extra_bytes:
+            self._backup(
+                segment.path, scan.end, scan.file_size - scan.end, lambda at, n: self._fs.pread(segment.fd, n, at)
+            )
             if segment.header.preallocated:
                 changed = self._zero_fill(segment, scan.end, scan.file_size)
                 action = "zero_tail"
@@ -584,6 +615,29 @@ class Writer:
         self._publish(segment, adopted)
         self._fs.fdatasync(segment.fd)
         return adopted
+
+    def _backup(self, path: str, offset: int, size: int, read_at: Callable[[int, int], bytes]) -> None:
+        """Copy bytes recovery is about to remove, when the writer was asked to keep them."""
+        if self.backup_dir is None or size <= 0:
+            return
+        os.makedirs(self.backup_dir, exist_ok=True)
+        target = os.path.join(self.backup_dir, f"{os.path.basename(path)}@{offset}")
+        with open(target, "wb") as out:
+            done = 0
+            while done < size:
+                chunk = read_at(offset + done, min(len(ZERO_CHUNK), size - done))
+                if not chunk:
+                    break
+                out.write(chunk)
+                done += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+
+    def _backup_file(self, path: str) -> None:
+        if self.backup_dir is None:
+            return
+        with open(path, "rb") as source:
+            self._backup(path, 0, os.fstat(source.fileno()).st_size, lambda at, n: os.pread(source.fileno(), n, at))
 
     def _zero_fill(self, segment: _OpenSegment, start: int, end: int) -> bool:
         """Zero every non-zero byte in [start, end): stale records must never be adopted later.

@@ -100,3 +100,11 @@ def test_a_file_where_the_log_should_be_is_an_io_error(tmp_path: Path) -> None:
         result = run(command, str(not_a_directory))
         assert result.returncode == 2, (command, result.stderr)
         assert str(not_a_directory) in result.stderr
+
+
+def test_cli_reference_is_generated_from_the_current_help() -> None:
+    tool = Path(__file__).resolve().parents[2] / "tools" / "gen_cli_reference.py"
+    result = subprocess.run(
+        [sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
