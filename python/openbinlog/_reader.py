@@ -22,9 +22,18 @@ from ._legacy import iter_legacy_records
 from ._records import Entry, RecordDecoder, find_next_record
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo, SegmentHeaderInfo
-from ._segment_file import READ_CHUNK, SegmentFile, find_segment, list_segments, next_entry, segment_end
+from ._segment_file import (
+    READ_CHUNK,
+    SegmentFile,
+    find_segment,
+    is_last_blank,
+    list_segments,
+    next_entry,
+    segment_end,
+)
 from ._wake import ChangeWaiter
 from .errors import (
+    BadHeaderError,
     BinlogError,
     ChainBrokenError,
     CorruptionError,
@@ -322,7 +331,7 @@ class Reader:
         except NotALogError:
             return None  # removed between the check and the open
         try:
-            if segment.is_blank() and not self._segment_exists(log + 1):
+            if segment.is_blank() and is_last_blank(self.directory, log):
                 segment.close()
                 return None
             return segment, segment.header()
@@ -367,7 +376,7 @@ class Reader:
                     )
                 cursor = _LegacyCursor(segment, header, offset=ref.offset, next_index=ref.index)
             else:
-                limit = self._segment_end(segment, header)[0]
+                limit = segment_end(self.directory, segment, header).offset
                 if not HEADER_SIZE <= ref.offset < limit:
                     raise InvalidRefError(
                         f"ref {ref}: offset outside the committed records",
@@ -398,9 +407,6 @@ class Reader:
         except BaseException:
             segment.close()
             raise
-
-    def _segment_end(self, segment: SegmentFile, header: SegmentHeaderInfo) -> tuple[int, bool]:
-        return segment_end(self.directory, segment, header)
 
     # -- walking ------------------------------------------------------------
 
@@ -443,11 +449,23 @@ class Reader:
         else:
             assert isinstance(cursor.header, SegmentHeaderInfo)
             if not cursor.final:
-                end, final = self._segment_end(segment, cursor.header)
-                cursor.final = final
-                if end > cursor.limit:
-                    cursor.extend(end)
+                end = segment_end(self.directory, segment, cursor.header)
+                cursor.final = end.final
+                if end.offset > cursor.limit:
+                    cursor.extend(end.offset)
                     return True
+                if cursor.offset == end.offset and cursor.next_index != end.next_index and not cursor.lost_tail:
+                    # Walk and slot disagree at the commit point: records are missing, or the slot lies.
+                    error = BadHeaderError(
+                        f"the records end before index {cursor.next_index}, the commit slot says {end.next_index}",
+                        path=segment.path,
+                        log=segment.log,
+                        offset=end.slot_offset,
+                        index=cursor.next_index,
+                    )
+                    if not self.tolerant:
+                        raise error
+                    self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=end.next_index))
             finished = cursor.final
         if not finished:
             return False
@@ -581,7 +599,7 @@ def last_entry(directory: str | os.PathLike[str]) -> Entry | None:
                 break  # version 1 indexes are counted from the first segment: walk the whole log
             if (
                 segment.commit(header).next_index == header.base_index
-                and segment_end(path, segment, header)[0] == HEADER_SIZE
+                and segment_end(path, segment, header).offset == HEADER_SIZE
             ):
                 continue
             start = Ref(log, HEADER_SIZE, header.base_index)

@@ -17,7 +17,7 @@ from typing import IO
 
 import zstandard
 
-from ._format import COMPRESSED_SUFFIXES, HEADER_SIZE, SEGMENT_NAME, segment_name
+from ._format import COMPRESSED_SUFFIXES, HEADER_SIZE, SEGMENT_NAME, SLOT_OFFSETS, segment_name
 from ._records import Entry, RecordDecoder, TailStop
 from ._segment import (
     CommitState,
@@ -231,7 +231,26 @@ class SegmentFile:
         )
 
 
-def segment_end(directory: str, segment: SegmentFile, header: SegmentHeaderInfo) -> tuple[int, bool]:
+@dataclass(frozen=True, slots=True)
+class SegmentEnd:
+    """Where a segment's committed records end now (spec 6.1)."""
+
+    offset: int
+    next_index: int  # the index a walk of the committed records reaches at ``offset``
+    final: bool  # sealed, or finished: the end will not move any more
+    slot_offset: int  # where the slot this end comes from sits, for error reports
+
+
+def is_last_blank(directory: str, log: int) -> bool:
+    """A blank segment that is the highest-numbered one present: absent, not damaged (spec 3.5)."""
+    logs = list_segments(directory)
+    if not logs or logs[-1] != log:
+        return False
+    with SegmentFile(directory, log) as segment:
+        return segment.is_blank()
+
+
+def segment_end(directory: str, segment: SegmentFile, header: SegmentHeaderInfo) -> SegmentEnd:
     """Where a version 2 segment's committed records end now, and whether that is final (spec 6.1).
 
     A sealed segment ends at its commit point. An open segment whose successor
@@ -241,18 +260,14 @@ def segment_end(directory: str, segment: SegmentFile, header: SegmentHeaderInfo)
     for now.
     """
     commit = segment.commit(header)
+    slot_offset = SLOT_OFFSETS[commit.generation % 2]
     if commit.closed:
-        return commit.commit_offset, True
-    if find_segment(directory, segment.log + 1) is None:
-        return commit.commit_offset, False
-    try:
-        with SegmentFile(directory, segment.log + 1) as successor:
-            if successor.is_blank():
-                return commit.commit_offset, False
-            successor_header = successor.header()
-    except NotALogError:
-        return commit.commit_offset, False
+        return SegmentEnd(commit.commit_offset, commit.next_index, True, slot_offset)
+    if find_segment(directory, segment.log + 1) is None or is_last_blank(directory, segment.log + 1):
+        return SegmentEnd(commit.commit_offset, commit.next_index, False, slot_offset)
+    with SegmentFile(directory, segment.log + 1) as successor:
+        successor_header = successor.header()
     if isinstance(successor_header, LegacyHeaderInfo):
-        return commit.commit_offset, True
+        return SegmentEnd(commit.commit_offset, commit.next_index, True, slot_offset)
     scan = segment.scan_tail(commit, stop_before_index=successor_header.base_index)
-    return scan.end, True
+    return SegmentEnd(scan.end, scan.next_index, True, slot_offset)

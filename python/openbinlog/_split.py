@@ -64,7 +64,7 @@ def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: in
         header = segment.header()
         if isinstance(header, LegacyHeaderInfo):
             raise UnsupportedVersionError("legacy version 1 segments cannot be split", path=segment.path, log=log)
-        end = min(segment_end(path, segment, header)[0], segment.size())
+        end = min(segment_end(path, segment, header).offset, segment.size())
         first = find_boundary(segment, max(start, HEADER_SIZE), end, min_index=header.base_index)
         if first is None or first >= stop:
             return

@@ -66,8 +66,8 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
                 out.append(item)
                 continue
             commit = segment.commit(header)
-            end, final = segment_end(path, segment, header)
-            next_index = commit.next_index if end == commit.commit_offset else segment.scan_tail(commit).next_index
+            end_info = segment_end(path, segment, header)
+            end, final, next_index = end_info.offset, end_info.final, end_info.next_index
             item.version = 2
             item.state = "sealed" if commit.closed else "finished" if final else "open"
             item.commit_offset = end

@@ -160,13 +160,8 @@ def segment_last_index(directory: str, log: int) -> int | None:
         header = segment.header()
         if isinstance(header, LegacyHeaderInfo):
             return None
-        end, final = segment_end(directory, segment, header)
-        commit = segment.commit(header)
-        if not final:
-            return None
-        if end == commit.commit_offset:
-            return commit.next_index - 1
-        return segment.scan_tail(commit).next_index - 1
+        end = segment_end(directory, segment, header)
+        return end.next_index - 1 if end.final else None
 
 
 def fix_checkpoints(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ._reader import Damage, Reader
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, list_segments
+from ._segment_file import READ_CHUNK, SegmentFile, list_segments
 from ._writer import TEMP_NAME, RecoveryAction, Writer
 from .errors import BinlogError
 
@@ -59,7 +59,20 @@ class VerifyReport:
         return result
 
 
+def _nonzero_beyond(segment: SegmentFile, start: int, size: int) -> bool:
+    at = start
+    while at < size:
+        chunk = segment.read(at, min(READ_CHUNK, size - at))
+        if not chunk:
+            return False
+        if chunk.count(0) != len(chunk):
+            return True
+        at += len(chunk)
+    return False
+
+
 def _describe(directory: str, log: int, has_successor: bool) -> SegmentReport:
+    """A segment's state; for the last segment, also what lies beyond its end (never damage)."""
     with SegmentFile(directory, log) as segment:
         size = segment.size()
         if segment.is_blank():
@@ -67,21 +80,22 @@ def _describe(directory: str, log: int, has_successor: bool) -> SegmentReport:
         header = segment.header()
         if isinstance(header, LegacyHeaderInfo):
             state = "sealed" if header.closed else "finished" if has_successor else "open"
-            return SegmentReport(log, segment.path, 1, state, None, commit_offset=header.tail, file_size=size)
+            report = SegmentReport(log, segment.path, 1, state, None, commit_offset=header.tail, file_size=size)
+            if not has_successor:
+                torn = size - header.tail if _nonzero_beyond(segment, header.tail, size) else 0
+                report.tail = TailReport(header.tail, header.tail, 0, torn, "legacy")
+            return report
         commit = segment.commit(header)
         state = "sealed" if commit.closed else "finished" if has_successor else "open"
         report = SegmentReport(
             log, segment.path, 2, state, header.base_index, commit_offset=commit.commit_offset, file_size=size
         )
-        if state == "open":
+        if not has_successor:
             scan = segment.scan_tail(commit)
-            report.tail = TailReport(
-                commit.commit_offset,
-                scan.end,
-                scan.records,
-                scan.extra_bytes if not header.preallocated else 0,
-                scan.stop.reason,
-            )
+            extra = scan.extra_bytes
+            if header.preallocated and not _nonzero_beyond(segment, scan.end, size):
+                extra = 0  # unwritten space, not a torn tail
+            report.tail = TailReport(commit.commit_offset, scan.end, scan.records, extra, scan.stop.reason)
         return report
 
 

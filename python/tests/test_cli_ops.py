@@ -252,6 +252,7 @@ def test_subscriber_commands(busy_log: Path) -> None:
     rows = {row["name"]: row for row in json.loads(out)}
     assert rows["billing"]["lag"] == 5 and rows["alerts"]["lag"] == 0
     code, out, _ = cli("subscriber", "show", str(busy_log), "alerts")
+    assert code == 0
     assert "lag 0" in out
     assert cli("subscriber", "remove", str(busy_log), "alerts")[0] == 0
     assert cli("subscriber", "show", str(busy_log), "alerts")[0] == 2
@@ -268,6 +269,7 @@ def test_retain_keeps_what_a_subscriber_needs(busy_log: Path) -> None:
                 sub.commit(entry)
                 break
     code, out, _ = cli("retain", str(busy_log), "--json")
+    assert code == 0
     removed = [d["log"] for d in json.loads(out) if d["remove"]]
     assert removed == [1, 2]
     assert [e.index for e in read_entries(busy_log)] == [4, 5]
@@ -277,6 +279,7 @@ def test_retain_by_size_and_age(busy_log: Path) -> None:
     code, out, _ = cli("retain", str(busy_log), "--max-bytes", "1", "--dry-run")
     assert out.count("would remove") == 2
     code, out, _ = cli("retain", str(busy_log), "--max-age", "10000d", "--dry-run")
+    assert code == 0
     assert "kept segment 00000001: kept by the policy" in out
     assert cli("retain", str(busy_log), "--max-age", "soon")[0] == 2
 

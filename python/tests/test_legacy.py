@@ -68,6 +68,10 @@ def test_open_legacy_segment_is_not_read_beyond_its_tail(legacy_log: Path) -> No
     path = legacy_log / "00000003.dat"
     path.write_bytes(path.read_bytes() + (5).to_bytes(4, "big") + b"torn")  # written after the tail update
     assert [e.index for e in read_entries(legacy_log)] == [1, 2, 3, 4, 5]
+    report = verify(legacy_log)
+    assert report.ok  # beyond the tail: torn, never damage
+    assert report.segments[-1].tail is not None
+    assert report.segments[-1].tail.extra_bytes == 8
 
 
 @pytest.mark.spec("R-36")

@@ -14,10 +14,12 @@ from logtools import append_raw, assert_read_only, commit_offset, read_entries, 
 
 from openbinlog import (
     AsqnNotIncreasingError,
+    BadHeaderError,
     ChainBrokenError,
     InvalidRefError,
     Reader,
     Ref,
+    UnsupportedVersionError,
     Writer,
     encode_record,
 )
@@ -275,3 +277,28 @@ def test_split_start_inside_a_payload_that_looks_like_a_record_is_not_a_boundary
     entries = read_entries(log_dir)
     inner = entries[1].offset + 40
     assert [e.payload for e in read_split(log_dir, 1, inner, 10_000)] == [b"c"]
+
+
+@pytest.mark.spec("R-39")
+def test_slot_next_index_disagreeing_with_the_records_is_bad_header(log_dir: Path) -> None:
+    log_dir.mkdir()
+    records = [encode_record(1, b"a"), encode_record(2, b"b")]
+    build_segment(segment(log_dir), log=1, base=1, records=records, log_id=bytes(16))
+    data = bytearray(segment(log_dir).read_bytes())
+    commit = CommitState(3, 256 + 82, 5, -1, 0, 0)  # claims four records where two are
+    at, raw = encode_slot(commit)
+    data[at : at + len(raw)] = raw
+    segment(log_dir).write_bytes(bytes(data))
+    with pytest.raises(BadHeaderError) as caught:
+        read_entries(log_dir)
+    assert (caught.value.offset, caught.value.index) == (at, 3)
+
+
+@pytest.mark.spec("R-7")
+def test_only_the_highest_blank_segment_is_absent(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", None, b"b"])
+    segment(log_dir, 3).write_bytes(bytes(256))
+    assert [e.payload for e in read_entries(log_dir)] == [b"a", b"b"]
+    segment(log_dir, 4).write_bytes(bytes(256))  # two blank segments: the lower one is damage
+    with pytest.raises(UnsupportedVersionError):
+        read_entries(log_dir)
