@@ -70,13 +70,18 @@ CommitSlot = Struct(
 )
 SLOT_CRC_COVERS = slice(0, 44)
 
-SegmentHeader = Struct(
+# The jPOS-EE fields, at the offsets both versions share.
+_SEED_FIELDS = (
     "header_length" / Int32ub,
     "version" / Int16ub,
     "status" / Int16ub,
     "last_element_position" / Int64ub,
     "log_number" / Int32ub,
     "next_log_number" / Int32ub,
+)
+
+SegmentHeader = Struct(
+    *_SEED_FIELDS,
     "signature" / Bytes(8),
     "log_id" / Bytes(16),
     "base_index" / Int64ub,
@@ -107,12 +112,7 @@ RecordHeader = Struct(
 RECORD_HEADER_CRC_COVERS = slice(0, 36)
 
 LegacyHeader = Struct(
-    "header_length" / Int32ub,
-    "version" / Int16ub,
-    "status" / Int16ub,
-    "last_element_position" / Int64ub,
-    "log_number" / Int32ub,
-    "next_log_number" / Int32ub,
+    *_SEED_FIELDS,
     Padding(LEGACY_FIRST_RECORD_OFFSET - 24),
 )
 LegacyLength = Int32sb

@@ -37,6 +37,15 @@ class FileSystem(Protocol):
     def unlock(self, fd: int) -> None: ...
 
 
+def sync_directory(path: str) -> None:
+    """Make the directory's entries (creations, links, renames, deletions) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class OsFileSystem:
     """The operating system, with writes that never stop short."""
 
@@ -76,11 +85,7 @@ class OsFileSystem:
         os.fdatasync(fd)
 
     def fsync_dir(self, path: str) -> None:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        sync_directory(path)
 
     def link(self, source: str, target: str) -> None:
         os.link(source, target)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import zstandard
 
 from ._format import HEADER_SIZE, segment_name
+from ._fs import sync_directory
 from ._reader import Damage
 from ._segment import LegacyHeaderInfo
 from ._segment_file import READ_CHUNK, SegmentFile, find_segment, list_segments
@@ -101,9 +102,9 @@ def compress_segments(
                     if not os.path.exists(target):
                         os.link(temp, target)
                     os.unlink(temp)
-                    _sync_dir(path)
+                    sync_directory(path)
                     os.unlink(plain)
-                    _sync_dir(path)
+                    sync_directory(path)
             except OSError as exc:
                 raise BinlogIOError(f"compression of segment {log} failed: {exc}", path=plain, log=log) from exc
             finally:
@@ -133,14 +134,6 @@ def _digest_unpacked(path: str, codec: str) -> str:
                 return _digest(unpacked.read)
         with zstandard.ZstdDecompressor().stream_reader(raw) as unpacked:
             return _digest(unpacked.read)
-
-
-def _sync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,6 +210,18 @@ class _LegacyCursor(_Cursor):
             )
 
 
+def _segment_start(segment: SegmentFile, header: SegmentHeaderInfo, *, last_asqn: int) -> _Version2Cursor:
+    """A cursor on a version 2 segment's first record, bounded by its current commit point."""
+    return _Version2Cursor(
+        segment,
+        header,
+        offset=HEADER_SIZE,
+        next_index=header.base_index,
+        last_asqn=last_asqn,
+        limit=segment.commit(header).commit_offset,
+    )
+
+
 class Reader:
     """Iterate the committed records of the log in ``directory``.
 
@@ -349,15 +361,7 @@ class Reader:
         segment, header = opened
         if isinstance(header, LegacyHeaderInfo):
             return _LegacyCursor(segment, header, offset=LEGACY_FIRST_RECORD_OFFSET, next_index=1)
-        commit = segment.commit(header)
-        return _Version2Cursor(
-            segment,
-            header,
-            offset=HEADER_SIZE,
-            next_index=header.base_index,
-            last_asqn=NO_ASQN,
-            limit=commit.commit_offset,
-        )
+        return _segment_start(segment, header, last_asqn=NO_ASQN)
 
     def _cursor_at(self, ref: Ref, *, inclusive: bool) -> _Cursor:
         opened = self._open(ref.log)
@@ -536,15 +540,7 @@ class Reader:
                     raise error
                 self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=header.base_index))
         last_asqn = previous.last_asqn if isinstance(previous, _Version2Cursor) else NO_ASQN
-        commit = segment.commit(header)
-        return _Version2Cursor(
-            segment,
-            header,
-            offset=HEADER_SIZE,
-            next_index=header.base_index,
-            last_asqn=last_asqn,
-            limit=commit.commit_offset,
-        )
+        return _segment_start(segment, header, last_asqn=last_asqn)
 
     def _skip_damage(self, error: BinlogError) -> None:
         """Tolerant reading: step to the next provably valid record of the segment (spec 10.4)."""

@@ -15,6 +15,7 @@ import secrets
 from dataclasses import dataclass
 from types import TracebackType
 
+from ._fs import sync_directory
 from ._reader import Reader, last_entry
 from ._records import Entry
 from ._ref import Ref
@@ -46,20 +47,12 @@ def _path(directory: str, name: str) -> str:
     return os.path.join(_folder(directory), f"{name}.json")
 
 
-def _sync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write(directory: str, info: SubscriberInfo) -> None:
     folder = _folder(directory)
     try:
         if not os.path.isdir(folder):
             os.makedirs(folder, exist_ok=True)
-            _sync_dir(directory)
+            sync_directory(directory)
         temp = os.path.join(folder, f".{info.name}.{secrets.token_hex(8)}.tmp")
         body = {"name": info.name, "checkpoint": None if info.checkpoint is None else str(info.checkpoint)}
         with open(temp, "w") as out:
@@ -67,7 +60,7 @@ def _write(directory: str, info: SubscriberInfo) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, _path(directory, info.name))
-        _sync_dir(folder)
+        sync_directory(folder)
     except OSError as exc:
         raise BinlogIOError(f"cannot write subscriber {info.name!r}: {exc.strerror}", path=folder) from exc
 
@@ -127,7 +120,7 @@ def remove_subscriber(directory: str | os.PathLike[str], name: str) -> None:
     target = _path(_require_log(os.fspath(directory)), name)
     try:
         os.unlink(target)
-        _sync_dir(os.path.dirname(target))
+        sync_directory(os.path.dirname(target))
     except FileNotFoundError as exc:
         raise SubscriberError(f"no subscriber {name!r}", path=target) from exc
 

@@ -752,14 +752,18 @@ class Writer:
             self._fs.close(spare[1])
             self._fs.unlink(spare[0])
 
-    def _create_successor(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
-        successor = self._create_segment(
+    def _next_segment(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
+        """Segment N+1, continuing N's chain: same log id, the next index, the order checks' history."""
+        return self._create_segment(
             segment.log + 1,
             log_id=segment.header.log_id,
             base_index=commit.next_index,
             last_asqn=commit.last_asqn,
             last_timestamp_us=commit.last_timestamp_us,
         )
+
+    def _create_successor(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
+        successor = self._next_segment(segment, commit)
         self.recovery.append(RecoveryAction("create_successor", successor.path, log=successor.log))
         self._fs.close(segment.fd)
         self._segment = successor
@@ -768,13 +772,7 @@ class Writer:
     def _cut_over(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
         # Step 0: every record of this segment is durable before the next claims its index.
         self._fs.fdatasync(segment.fd)
-        successor = self._create_segment(
-            segment.log + 1,
-            log_id=segment.header.log_id,
-            base_index=commit.next_index,
-            last_asqn=commit.last_asqn,
-            last_timestamp_us=commit.last_timestamp_us,
-        )
+        successor = self._next_segment(segment, commit)
         self._publish(segment, replace(commit, generation=commit.generation + 1, next_log_number=successor.log))
         self._fs.fdatasync(segment.fd)
         self._fs.close(segment.fd)
