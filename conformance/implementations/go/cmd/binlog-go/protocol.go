@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"binlog.example/goimpl/binlog"
+)
+
+// The canonical JSON objects of the testee protocol: 64-bit integers as
+// decimal strings, bytes as lower-case hex.
+
+type jsonRecord struct {
+	Log         uint32  `json:"log"`
+	Offset      string  `json:"offset"`
+	Index       string  `json:"index"`
+	Asqn        string  `json:"asqn"`
+	TimestampUS *string `json:"timestamp_us"`
+	Payload     string  `json:"payload"`
+	Checked     bool    `json:"checked"`
+}
+
+type jsonError struct {
+	Class  string  `json:"class"`
+	Log    *uint32 `json:"log"`
+	Offset *string `json:"offset"`
+	Index  *string `json:"index"`
+}
+
+type jsonTorn struct {
+	Log    uint32 `json:"log"`
+	Offset string `json:"offset"`
+}
+
+type readResult struct {
+	Outcome string       `json:"outcome"`
+	Records []jsonRecord `json:"records"`
+	Torn    *jsonTorn    `json:"torn"`
+	Error   *jsonError   `json:"error"`
+}
+
+// classUnsupportedOperation answers a request this implementation cannot serve.
+const classUnsupportedOperation = "unsupported_operation"
+
+func u64s(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func optU64s(v *uint64) *string {
+	if v == nil {
+		return nil
+	}
+	s := u64s(*v)
+	return &s
+}
+
+func toJSONRecord(r binlog.Record) jsonRecord {
+	j := jsonRecord{Log: r.Log, Offset: u64s(r.Offset), Index: u64s(r.Index),
+		Asqn: strconv.FormatInt(r.Asqn, 10), Payload: hex.EncodeToString(r.Payload), Checked: r.Checked}
+	if r.Checked {
+		ts := strconv.FormatInt(r.TimestampUS, 10)
+		j.TimestampUS = &ts
+	}
+	return j
+}
+
+// toJSONError maps err to the canonical error object. Every failure the
+// library reports is an *binlog.Error; anything else came from the system.
+func toJSONError(err error) *jsonError {
+	var e *binlog.Error
+	if !errors.As(err, &e) {
+		return &jsonError{Class: string(binlog.ClassIOError)}
+	}
+	return &jsonError{Class: string(e.Class), Log: e.Log, Offset: optU64s(e.Offset), Index: optU64s(e.Index)}
+}
+
+func unsupported() *jsonError { return &jsonError{Class: classUnsupportedOperation} }
+
+// Exit codes of the file-level read command.
+const (
+	exitAccept      = 0
+	exitReject      = 1
+	exitRecovered   = 2
+	exitUnsupported = 3
+	exitUsage       = 4
+)
+
+// readLog runs a read and returns its canonical result and exit code.
+func readLog(dir string, after *string) (readResult, int) {
+	res := readResult{Records: []jsonRecord{}}
+	var opts binlog.ReadOptions
+	if after != nil {
+		ref, err := binlog.ParseRef(*after)
+		if err != nil {
+			res.Outcome, res.Error = "reject", toJSONError(err)
+			return res, exitReject
+		}
+		opts.After = &ref
+	}
+	torn, err := binlog.ReadLog(dir, opts, func(r binlog.Record) error {
+		res.Records = append(res.Records, toJSONRecord(r))
+		return nil
+	})
+	switch {
+	case err != nil:
+		res.Outcome, res.Error = "reject", toJSONError(err)
+		return res, exitReject
+	case torn != nil:
+		res.Outcome, res.Torn = "recovered", &jsonTorn{Log: torn.Log, Offset: u64s(torn.Offset)}
+		return res, exitRecovered
+	}
+	res.Outcome = "accept"
+	return res, exitAccept
+}
+
+// intField accepts a 64-bit integer written as a decimal string or a number.
+type intField string
+
+func (f *intField) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*f = intField(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("not an integer: %s", b)
+	}
+	*f = intField(n.String())
+	return nil
+}
+
+type writeRecord struct {
+	Payload string    `json:"payload"`
+	Asqn    *intField `json:"asqn"`
+}
+
+type writeSpec struct {
+	Records       []writeRecord              `json:"records"`
+	CutoverBefore []intField                 `json:"cutover_before"`
+	Options       map[string]json.RawMessage `json:"options"`
+}
+
+// errUnsupported marks a write request outside what this implementation serves.
+var errUnsupported = errors.New("unsupported request")
+
+// writeLog appends the spec's records to a new log in dir, one batch per
+// record, cutting over before each listed index.
+func writeLog(dir string, spec writeSpec) error {
+	opts := binlog.WriterOptions{}
+	for key, raw := range spec.Options {
+		if key != "durability" {
+			return fmt.Errorf("%w: option %q", errUnsupported, key)
+		}
+		var mode string
+		if err := json.Unmarshal(raw, &mode); err != nil {
+			return fmt.Errorf("%w: durability %s", errUnsupported, raw)
+		}
+		switch d := binlog.Durability(mode); d {
+		case binlog.DurabilitySync, binlog.DurabilityGroup, binlog.DurabilityOS, binlog.DurabilityStrict:
+			opts.Durability = d
+		default:
+			return fmt.Errorf("%w: durability %q", errUnsupported, mode)
+		}
+	}
+	cut := map[uint64]bool{}
+	for _, c := range spec.CutoverBefore {
+		v, err := strconv.ParseUint(string(c), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: cutover index %q", errUnsupported, c)
+		}
+		cut[v] = true
+	}
+	type entry struct {
+		payload []byte
+		asqn    int64
+	}
+	entries := make([]entry, len(spec.Records))
+	for i, r := range spec.Records {
+		p, err := hex.DecodeString(r.Payload)
+		if err != nil {
+			return fmt.Errorf("%w: payload of record %d", errUnsupported, i)
+		}
+		entries[i] = entry{payload: p, asqn: binlog.NoAsqn}
+		if r.Asqn != nil {
+			if entries[i].asqn, err = strconv.ParseInt(string(*r.Asqn), 10, 64); err != nil {
+				return fmt.Errorf("%w: asqn of record %d", errUnsupported, i)
+			}
+		}
+	}
+	w, err := binlog.OpenWriter(dir, opts)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	next, err := w.NextIndex()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if cut[next] {
+			if err := w.Cutover(); err != nil {
+				return err
+			}
+		}
+		ref, err := w.Append(e.payload, e.asqn)
+		if err != nil {
+			return err
+		}
+		next = ref.Index + 1
+	}
+	if cut[next] {
+		return w.Cutover()
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+module binlog.example/goimpl
+
+go 1.22
