@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: all venv test lint typecheck unit ksy demo clean
+.PHONY: all venv test lint typecheck unit ksy go-impl demo clean
 
 all: test
 
@@ -33,7 +33,12 @@ ksy:
 	node tools/ksy/compile.js
 	bash tools/ksy/build_harnesses.sh
 
-unit: $(STAMP) ksy
+# The independent Go implementation: vet, build, its own tests (standard library only).
+go-impl:
+	bash conformance/implementations/go/build.sh
+	cd conformance/implementations/go && go test ./...
+
+unit: $(STAMP) ksy go-impl
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck unit
