@@ -9,7 +9,8 @@ from openbinlog import Writer
 
 def main() -> None:
     directory, cutover_every = sys.argv[1], int(sys.argv[2])
-    with Writer(directory) as writer:
+    durability = sys.argv[3] if len(sys.argv) > 3 else "sync"
+    with Writer(directory, durability=durability) as writer:  # type: ignore[arg-type]
         n = 0
         while True:
             ref = writer.append(f"record-{n}".encode() * (1 + n % 7))

@@ -67,12 +67,13 @@ def unpublished(directory: Path, items: list[bytes]) -> None:
 # T1 ------------------------------------------------------------------------
 
 
-def test_t1_sigkill_loses_no_acknowledged_record(log_dir: Path) -> None:
+@pytest.mark.parametrize("durability", ["sync", "group", "os"])
+def test_t1_sigkill_loses_no_acknowledged_record(log_dir: Path, durability: str) -> None:
     rng = random.Random(7)
     acknowledged: list[int] = []
     for trial in range(3):
         child = subprocess.Popen(
-            [sys.executable, str(HERE / "child_writer.py"), str(log_dir), "37"],
+            [sys.executable, str(HERE / "child_writer.py"), str(log_dir), "37", durability],
             stdout=subprocess.PIPE,
             text=True,
         )
