@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: all venv test lint typecheck unit ksy go-impl demo clean
+.PHONY: all venv test lint typecheck unit ksy go-impl fixtures fixtures-check conformance demo clean
 
 all: test
 
@@ -38,10 +38,22 @@ go-impl:
 	bash conformance/implementations/go/build.sh
 	cd conformance/implementations/go && go test ./...
 
+# Golden fixtures and the conformance manifest: generated, never edited by hand.
+fixtures: $(STAMP)
+	$(PY) tools/gen_fixtures.py
+
+fixtures-check: $(STAMP)
+	$(PY) tools/gen_fixtures.py --check
+
+# The conformance suite against every registered implementation; reports in build/conformance/.
+conformance: $(STAMP) ksy go-impl
+	bash conformance/implementations/kaitai/build.sh
+	$(VENV)/bin/binlog conformance run --impl all --xfail conformance/xfail.txt --out build/conformance
+
 unit: $(STAMP) ksy go-impl
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck fixtures-check unit conformance
 
 demo: $(STAMP)
 	$(PY) tools/demo.py

@@ -156,7 +156,8 @@ class _LegacyCursor(_Cursor):
         self._offset = offset
         self._next_index = next_index
         self._tail = header.tail
-        self._buffered: list[Entry] = []
+        self._buffered: deque[Entry] = deque()
+        self._pending: BinlogError | None = None
 
     @property
     def offset(self) -> int:
@@ -177,21 +178,27 @@ class _LegacyCursor(_Cursor):
         """Stop at the current offset for good; return the bytes left unread."""
         skipped = self._tail - self._offset
         self._tail = self._offset
-        self._buffered = []
+        self._buffered.clear()
+        self._pending = None
         self.final = True
         return skipped
 
     def next(self) -> Entry | None:
-        if not self._buffered and self._offset < self._tail:
-            self._fill()
+        if not self._buffered:
+            if self._pending is not None:
+                error, self._pending = self._pending, None
+                raise error
+            if self._offset < self._tail:
+                self._fill()
         if not self._buffered:
             return None
-        entry = self._buffered.pop(0)
+        entry = self._buffered.popleft()
         self._offset = entry.offset + entry.size
         self._next_index = entry.index + 1
         return entry
 
     def _fill(self) -> None:
+        """Decode the next window; records before a damaged one are still returned first (R-9)."""
         path, log, at = self.segment.path, self.segment.log, self._offset
         need = LEGACY_LENGTH_SIZE
         head = self.segment.read(at, need)
@@ -199,11 +206,15 @@ class _LegacyCursor(_Cursor):
             need += max(int.from_bytes(head, "big", signed=True), 0)
         window = self.segment.read(at, min(self._tail - at, max(need, READ_CHUNK)))
         try:
-            self._buffered = list(
+            self._buffered.extend(
                 iter_legacy_records(window, log=log, offset=at, tail=self._tail, next_index=self._next_index)
             )
         except BinlogError as exc:
-            raise exc.located(path=path) from None
+            exc.located(path=path)
+            if not self._buffered:
+                raise
+            self._pending = exc
+            return
         if not self._buffered:
             raise TruncatedError(
                 "legacy record cut short by the end of the file", path=path, log=log, offset=at, index=self._next_index
@@ -472,6 +483,8 @@ class Reader:
                     self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=end.next_index))
             finished = cursor.final
         if not finished:
+            if any(log > segment.log + 1 for log in list_segments(self.directory)):
+                return self._move_to_successor(cursor)  # N+1 missing, a later one present: chain_broken
             return False
         if not self.follow:
             self._ended = True

@@ -8,7 +8,7 @@ from typing import Any
 
 from ._reader import Damage, Reader
 from ._segment import LegacyHeaderInfo
-from ._segment_file import READ_CHUNK, SegmentFile, list_segments
+from ._segment_file import READ_CHUNK, SegmentFile, is_last_blank, list_segments
 from ._writer import TEMP_NAME, RecoveryAction, Writer
 from .errors import BinlogError
 
@@ -113,7 +113,7 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
     by_log: dict[int, SegmentReport] = {}
     for log in logs:
         try:
-            segment_report = _describe(path, log, log + 1 in present)
+            segment_report = _describe(path, log, log + 1 in present and not is_last_blank(path, log + 1))
         except BinlogError as exc:
             report.damage.append(Damage.from_error(exc.located(path=path, log=log), bytes_skipped=0, next_index=None))
             continue

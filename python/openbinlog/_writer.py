@@ -8,6 +8,7 @@ goes through a ``FileSystem`` so tests can record and crash it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import secrets
@@ -54,6 +55,12 @@ ZERO_CHUNK = bytes(1 << 20)
 
 def _now_us() -> int:
     return time.time_ns() // 1000
+
+
+@functools.lru_cache(maxsize=64)
+def _successor_path(directory: str, log: int) -> str:
+    """The path of segment ``log + 1``, looked for before every commit (W-16): built once per segment."""
+    return os.path.join(directory, segment_name(log + 1))
 
 
 @dataclass
@@ -339,14 +346,8 @@ class Writer:
             self._fs.pwrite(segment.fd, b"".join(parts), commit.commit_offset)
             if self.durability != "os":
                 self._fs.fdatasync(segment.fd)
-            commit = replace(
-                commit,
-                generation=commit.generation + 1,
-                commit_offset=offset,
-                next_index=index,
-                last_asqn=last_asqn,
-                last_timestamp_us=now,
-            )
+            # Built directly: dataclasses.replace costs a tenth of a buffered append.
+            commit = CommitState(commit.generation + 1, offset, index, last_asqn, now, commit.next_log_number)
             self._publish(segment, commit)
             for ticket, ref in written:
                 ticket.ref = ref
@@ -384,7 +385,10 @@ class Writer:
         with SegmentFile(self.directory, logs[-1]) as last:
             if not last.is_blank() and isinstance(last.header(), LegacyHeaderInfo):
                 raise LegacyLogError(
-                    "a version 1 (jPOS-EE) log is read-only: writers write version 2 only", path=last.path, log=last.log
+                    "a version 1 (jPOS-EE) log is read-only: writers write version 2 only",
+                    path=last.path,
+                    log=last.log,
+                    offset=4,
                 )
 
     @contextmanager
@@ -437,7 +441,7 @@ class Writer:
     def _prepare(self) -> tuple[_OpenSegment, CommitState]:
         """Under the lock: the last segment, its commit state, and a clean tail."""
         segment = self._segment
-        if segment is not None and self._fs.exists(self._path(segment_name(segment.log + 1))):
+        if segment is not None and self._fs.exists(_successor_path(self.directory, segment.log)):
             self._fs.close(segment.fd)
             self._segment = segment = None
         if segment is None:
@@ -489,7 +493,7 @@ class Writer:
         if isinstance(header, LegacyHeaderInfo):
             self._fs.close(fd)
             raise LegacyLogError(
-                "a version 1 (jPOS-EE) log is read-only: writers write version 2 only", path=path, log=last
+                "a version 1 (jPOS-EE) log is read-only: writers write version 2 only", path=path, log=last, offset=4
             )
         segment = _OpenSegment(last, path, fd, header)
         self._segment = segment

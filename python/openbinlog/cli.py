@@ -593,3 +593,13 @@ def subscriber_show(directory: str, name: str, as_json: bool) -> None:
         _emit_json(row)
     else:
         click.echo(f"{row['name']}: checkpoint {row['checkpoint'] or '(start)'}, lag {behind}")
+
+
+def _register_conformance() -> None:
+    # The conformance runner is its own package; the reference CLI only exposes it.
+    from openbinlog_conformance.cli import conformance_group  # noqa: PLC0415 - avoids an import cycle
+
+    main.add_command(conformance_group)
+
+
+_register_conformance()

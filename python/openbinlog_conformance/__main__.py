@@ -1,0 +1,5 @@
+"""``python -m openbinlog_conformance run --impl ...``"""
+
+from .cli import conformance_group
+
+conformance_group(prog_name="python -m openbinlog_conformance")

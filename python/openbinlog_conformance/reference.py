@@ -1,0 +1,78 @@
+"""The reference implementation's answers to the protocol's operations.
+
+The runner uses these to judge writer cases (the reference reads what a
+testee wrote or recovered), and the Python testee adapter
+(conformance/implementations/python/) serves them over the protocol.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from openbinlog import BinlogError, Reader, Ref, Writer, recover, verify
+
+from . import canonical
+
+Json = dict[str, Any]
+CHUNK = 1 << 20
+
+
+def read_log(directory: str, after: str | None = None) -> Json:
+    """Read the log from its start (or after a ref): outcome, records, torn tail, error."""
+    records: list[Json] = []
+    try:
+        ref = None if after is None else Ref.parse(after)
+        with Reader(directory, after=ref) as reader:
+            for entry in reader:
+                records.append(canonical.record(entry))
+        torn = torn_tail(directory)
+    except BinlogError as exc:
+        return {"outcome": "reject", "records": records, "torn": None, "error": canonical.error(exc)}
+    return {"outcome": "accept" if torn is None else "recovered", "records": records, "torn": torn, "error": None}
+
+
+def torn_tail(directory: str) -> Json | None:
+    """Non-zero bytes beyond the last segment's commit point, as a torn object; None when there are none.
+
+    The last segment is the highest-numbered one that is not blank (a blank
+    last segment is absent, spec R-7); its commit point is the active slot's
+    commit offset (version 2) or the last element position (version 1).
+    """
+    segments = [segment for segment in verify(directory).segments if segment.state != "blank"]
+    if not segments:
+        return None
+    last = segments[-1]
+    assert last.commit_offset is not None
+    with open(last.path, "rb") as handle:
+        handle.seek(last.commit_offset)
+        while chunk := handle.read(CHUNK):
+            if any(chunk):
+                return {"log": last.log, "offset": str(last.commit_offset)}
+    return None
+
+
+def write_log(directory: str, spec: Json) -> Json:
+    """Write a new log from a write specification; stop at the first append the writer refuses."""
+    cuts = {int(index) for index in spec.get("cutover_before", [])}
+    durability = spec.get("options", {}).get("durability", "sync")
+    try:
+        with Writer(directory, durability=durability) as writer:
+            for index, item in enumerate(spec["records"], start=1):
+                if index in cuts:
+                    writer.cutover()
+                writer.append(bytes.fromhex(item["payload"]), asqn=int(item["asqn"]))
+    except BinlogError as exc:
+        return {"ok": False, "error": canonical.error(exc)}
+    return {"ok": True}
+
+
+def recover_log(directory: str) -> Json:
+    """Writer recovery: what a writer does to the log before it appends."""
+    if not os.path.isdir(directory):
+        return {"ok": False, "error": {"class": "io_error", "log": None, "offset": None, "index": None}}
+    try:
+        recover(directory)
+    except BinlogError as exc:
+        return {"ok": False, "error": canonical.error(exc)}
+    return {"ok": True}

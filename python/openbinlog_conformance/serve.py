@@ -1,0 +1,102 @@
+"""The testee side of the protocol: a file-level CLI and a JSON-lines session.
+
+An adapter implements ``Handler`` (hello, read, write, recover) and calls
+``main``; this module does the argument parsing, the session loop, the exit
+codes and the flushing (spec/conformance.md, "The testee protocol"). The
+Python reference adapter and the deliberately broken test adapters are such
+handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Protocol, TextIO
+
+from .canonical import unsupported
+
+Json = dict[str, Any]
+
+EXIT_ACCEPT = 0
+EXIT_REJECT = 1
+EXIT_RECOVERED = 2
+EXIT_UNSUPPORTED = 3
+EXIT_BY_OUTCOME = {"accept": EXIT_ACCEPT, "reject": EXIT_REJECT, "recovered": EXIT_RECOVERED}
+
+
+class Unsupported(Exception):
+    """Raised by a handler for a request outside its roles or capabilities."""
+
+
+class Handler(Protocol):
+    def hello(self) -> Json: ...
+    def read(self, path: str, after: str | None) -> Json: ...
+    def write(self, path: str, spec: Json) -> Json: ...
+    def recover(self, path: str) -> Json: ...
+
+
+def answer(handler: Handler, request: Json) -> Json:
+    """One session request to one response object."""
+    op = request.get("op")
+    try:
+        if op == "hello":
+            return {"ok": True, **handler.hello()}
+        if op == "read":
+            return {"ok": True, **handler.read(request["path"], request.get("after"))}
+        if op == "write":
+            spec: Json = {key: request[key] for key in ("records", "cutover_before", "options") if key in request}
+            return handler.write(request["path"], spec)
+        if op == "recover":
+            return handler.recover(request["path"])
+    except Unsupported as exc:
+        return {"ok": False, "error": unsupported(str(exc))}
+    return {"ok": False, "error": unsupported(f"unknown operation {op!r}")}
+
+
+def session(handler: Handler, stdin: TextIO, stdout: TextIO) -> int:
+    for line in stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        if request.get("op") == "bye":
+            stdout.write('{"ok": true}\n')
+            stdout.flush()
+            return 0
+        stdout.write(json.dumps(answer(handler, request)) + "\n")
+        stdout.flush()
+    return 0
+
+
+def main(handler: Handler, argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="BinLog conformance testee")
+    commands = parser.add_subparsers(dest="command", required=True)
+    read = commands.add_parser("read", help="read a log directory and print the canonical JSON answer")
+    read.add_argument("directory")
+    read.add_argument("--after", help="resume after this ref (LOG:OFFSET:INDEX)")
+    commands.add_parser("write", help="write a new log from the specification on stdin").add_argument("directory")
+    commands.add_parser("recover", help="run writer recovery on a log directory").add_argument("directory")
+    commands.add_parser("session", help="serve JSON-lines requests on stdin")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--after" in argv[:-1]:
+        # A ref may begin with "-" (an invalid one, which the reader must reject): keep it a value.
+        at = argv.index("--after")
+        argv[at : at + 2] = [f"--after={argv[at + 1]}"]
+    args = parser.parse_args(argv)
+    if args.command == "session":
+        return session(handler, sys.stdin, sys.stdout)
+    try:
+        if args.command == "read":
+            result = handler.read(args.directory, args.after)
+            code = EXIT_BY_OUTCOME[result["outcome"]]
+        else:
+            if args.command == "write":
+                result = handler.write(args.directory, json.load(sys.stdin))
+            else:
+                result = handler.recover(args.directory)
+            code = EXIT_ACCEPT if result["ok"] else EXIT_REJECT
+    except Unsupported as exc:
+        print(json.dumps({"ok": False, "error": unsupported(str(exc))}))
+        return EXIT_UNSUPPORTED
+    print(json.dumps(result))
+    return code

@@ -1,0 +1,56 @@
+"""The closed vocabularies of the conformance suite (spec/conformance.md).
+
+The fixture generator writes them into ``conformance/manifest.json`` and the
+runner checks every manifest and every testee answer against them, so the
+two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# MAJOR.MINOR follow the format specification's version (2.0); PATCH counts
+# fixes to the suite itself. Cases carry `since` / `until` in spec versions.
+SUITE_VERSION: Final = "2.0.0"
+SPEC_VERSION: Final = "2.0"
+
+LEVELS: Final = ("must", "should", "may")
+
+# reader: a reader of the spec (minimal or full); writer: write and recover;
+# follower: reserved (no protocol operation yet); parser: a generated or
+# hand-written structure parser that checks bytes and checksums of each
+# segment file but not the commit-point, chain, index or asqn rules.
+ROLES: Final = ("reader", "writer", "follower", "parser")
+
+CAPABILITIES: Final = ("legacy_v1", "refs", "tolerant", "recover", "write")
+
+OUTCOMES: Final = ("accept", "recovered", "reject", "implementation_defined")
+
+ERROR_CLASSES: Final = (
+    "bad_signature",
+    "unsupported_version",
+    "unsupported_feature",
+    "bad_header",
+    "truncated",
+    "checksum_mismatch",
+    "length_out_of_range",
+    "index_discontinuity",
+    "asqn_not_increasing",
+    "chain_broken",
+    "invalid_ref",
+    "io_error",
+)
+
+# Not an error of the format: the answer of a testee asked for something it
+# cannot do (an operation outside its roles, or input outside its capabilities).
+UNSUPPORTED_OPERATION: Final = "unsupported_operation"
+
+# Implementation-defined behaviour: choice name -> the values a testee may
+# declare in its hello (spec/conformance.md, "Implementation-defined cases").
+CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    # Spec section 14: a minimal reader MAY end a finished, unsealed segment at
+    # its commit point instead of walking its tail (section 8.4).
+    "finished_segment_end": ("tail_walk", "commit_point"),
+}
+
+OPERATIONS: Final = ("read", "write", "recover")

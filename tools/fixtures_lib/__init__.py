@@ -1,0 +1,17 @@
+"""The golden fixtures and conformance cases of BinLog, as code (see tools/gen_fixtures.py)."""
+
+from __future__ import annotations
+
+from . import catalog_crash, catalog_damage, catalog_legacy, catalog_valid, catalog_writer
+from .catalog import Catalog
+
+
+def build_catalog() -> Catalog:
+    """Every fixture and case, in a fixed order."""
+    cat = Catalog()
+    for module in (catalog_valid, catalog_crash, catalog_damage, catalog_legacy, catalog_writer):
+        module.add(cat)
+    return cat
+
+
+__all__ = ["Catalog", "build_catalog"]

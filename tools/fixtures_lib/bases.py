@@ -1,0 +1,58 @@
+"""The workloads that the damaged and crashed fixtures start from.
+
+Each function replays the same steps every time, so a catalog module can
+rebuild a base to learn its record offsets while the catalog keeps one
+fixture of it.
+"""
+
+from __future__ import annotations
+
+from .builder import LogBuilder, seeded_bytes
+
+
+def basic_log() -> LogBuilder:
+    """One segment, five records in three commits, two of them with an asqn.
+
+    Offsets: 256, 301, 441, 781, 1021; the commit point is 1066 (generation 4, slot 0).
+    """
+    log = LogBuilder()
+    log.batch(b"first", (seeded_bytes(1, 100), 10))
+    log.batch(seeded_bytes(2, 300))
+    log.batch((seeded_bytes(3, 200), 11), b"fifth")
+    return log
+
+
+def several_segments_log() -> LogBuilder:
+    """Three segments (3, 2 and 2 records): two sealed, the last open; asqns across them."""
+    log = LogBuilder()
+    log.batch((b"one", 1), b"two")
+    log.batch((b"three", 3))
+    log.cutover()
+    log.batch((b"four", 4), b"five")
+    log.cutover()
+    log.batch(b"six", (b"seven", 7))
+    return log
+
+
+def unpublished_tail_log(count: int) -> LogBuilder:
+    """``basic_log`` plus ``count`` records written after its commit point and never published.
+
+    The state after a crash between the sync and the publication of a batch
+    (write protocol, section 6.3), or after a publication that never reached the disk.
+    """
+    log = basic_log()
+    for position in range(count):
+        log.write(seeded_bytes(10 + position, 150 + 50 * position))
+    return log
+
+
+def skippable_log() -> LogBuilder:
+    """Data records with skippable frames 128 and 255 between them (a later minor revision's metadata)."""
+    log = LogBuilder()
+    log.write(b"data-1")
+    log.write(b"metadata a reader skips", frame=128)
+    log.write(b"data-2", asqn=5)
+    log.write(b"another skippable kind", frame=255)
+    log.write(b"data-3")
+    log.publish()
+    return log

@@ -1,0 +1,138 @@
+"""The collection every catalog module adds its fixtures and cases to."""
+
+from __future__ import annotations
+
+from .model import Case, Fixture, Json
+from .mutations import Files, Mutation
+
+
+class Catalog:
+    def __init__(self) -> None:
+        self.fixtures: dict[str, Fixture] = {}
+        self.cases: list[Case] = []
+
+    def fixture(
+        self,
+        id: str,
+        description: str,
+        files: Files,
+        *,
+        workload: list[Json] | None = None,
+        faults: list[str] | None = None,
+        requirements: list[str] | None = None,
+    ) -> Fixture:
+        """A fixture written by a workload (a valid log, or a crash state the write protocol leaves)."""
+        return self._add(Fixture(id, description, files, faults or [], requirements or [], workload=workload or []))
+
+    def derive(
+        self,
+        id: str,
+        base: Fixture,
+        mutation: Mutation,
+        description: str,
+        *,
+        defect: str | None,
+        faults: list[str] | None = None,
+        requirements: list[str] | None = None,
+    ) -> Fixture:
+        """A fixture made from ``base`` by ``mutation``: one defect (or one crash effect) per fixture."""
+        return self._add(
+            Fixture(
+                id,
+                description,
+                mutation.apply(base.files),
+                faults or [],
+                requirements or [],
+                derived_from=base.id,
+                mutation=mutation,
+                defect=defect,
+            )
+        )
+
+    def _add(self, fixture: Fixture) -> Fixture:
+        if fixture.id in self.fixtures:
+            raise ValueError(f"duplicate fixture {fixture.id}")
+        self.fixtures[fixture.id] = fixture
+        return fixture
+
+    def read(
+        self,
+        id: str,
+        fixture: Fixture,
+        expected: Json,
+        requirements: list[str],
+        *,
+        description: str | None = None,
+        parser: bool = False,
+        after: str | None = None,
+        path: str | None = None,
+        requires: list[str] | None = None,
+    ) -> Case:
+        """A reader case: read the fixture from its start (or after ``after``)."""
+        operation: Json = {"op": "read"}
+        if after is not None:
+            operation["after"] = after
+        if path is not None:
+            operation["path"] = path
+        needs = list(requires or [])
+        if after is not None and "refs" not in needs:
+            needs.append("refs")
+        return self._case(
+            Case(
+                id,
+                description or fixture.description,
+                operation,
+                expected,
+                requirements,
+                fixture=fixture,
+                roles=["reader", "parser"] if parser else ["reader"],
+                requires=needs,
+                faults=list(fixture.faults),
+                defect=fixture.defect,
+            )
+        )
+
+    def recover(
+        self,
+        id: str,
+        fixture: Fixture,
+        expected: Json,
+        requirements: list[str],
+        *,
+        description: str | None = None,
+    ) -> Case:
+        """A writer case: the testee recovers a copy of the fixture; the reference checks the result."""
+        return self._case(
+            Case(
+                id,
+                description or f"recover: {fixture.description}",
+                {"op": "recover"},
+                expected,
+                requirements,
+                fixture=fixture,
+                roles=["writer"],
+                requires=["recover"],
+                faults=list(fixture.faults),
+                defect=fixture.defect,
+            )
+        )
+
+    def write(self, id: str, description: str, spec: Json, expected: Json, requirements: list[str]) -> Case:
+        """A writer case: the testee writes a new log from ``spec``; every reader reads it back."""
+        return self._case(
+            Case(
+                id,
+                description,
+                {"op": "write", **spec},
+                expected,
+                requirements,
+                roles=["writer"],
+                requires=["write"],
+            )
+        )
+
+    def _case(self, case: Case) -> Case:
+        if any(existing.id == case.id for existing in self.cases):
+            raise ValueError(f"duplicate case {case.id}")
+        self.cases.append(case)
+        return case

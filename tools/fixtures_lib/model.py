@@ -1,0 +1,155 @@
+"""Fixtures, conformance cases and their expected outcomes, as the catalog states them.
+
+A ``Fixture`` is a log directory (its files) with the facts of how it was
+made: the workload trace that wrote it, or the fixture it was derived from
+and the mutation applied. A ``Case`` is one operation on a fixture (read,
+read after a ref, recover) or a write specification, with the exact outcome
+the spec demands. All 64-bit numbers are decimal strings, all bytes hex
+(spec/conformance.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from openbinlog_conformance.vocabulary import CHOICES, ERROR_CLASSES, LEVELS, ROLES, SPEC_VERSION
+
+from .builder import RecordFact
+from .mutations import Files, Mutation
+
+Json = dict[str, Any]
+
+# Payloads above this size are compared by hash in expectations (the manifest stays small).
+INLINE_PAYLOAD_LIMIT = 4096
+
+
+def record(fact: RecordFact, *, checked: bool = True) -> Json:
+    """The canonical record object a reader must return for ``fact``."""
+    obj: Json = {
+        "log": fact.log,
+        "offset": str(fact.offset),
+        "index": str(fact.index),
+        "asqn": str(fact.asqn),
+        "timestamp_us": str(fact.timestamp_us) if checked else None,
+    }
+    obj.update(payload_fields(fact.payload))
+    obj["checked"] = checked
+    return obj
+
+
+def payload_fields(payload: bytes) -> Json:
+    if len(payload) > INLINE_PAYLOAD_LIMIT:
+        return {"payload_size": str(len(payload)), "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    return {"payload": payload.hex()}
+
+
+def records(facts: list[RecordFact], *, checked: bool = True) -> list[Json]:
+    return [record(fact, checked=checked) for fact in facts]
+
+
+def error(cls: str, log: int | None = None, offset: int | None = None, index: int | None = None) -> Json:
+    """An expected error; a None member is not compared (the spec does not fix it)."""
+    if cls not in ERROR_CLASSES:
+        raise ValueError(f"unknown error class {cls}")
+    return {
+        "class": cls,
+        "log": log,
+        "offset": None if offset is None else str(offset),
+        "index": None if index is None else str(index),
+    }
+
+
+def accept(recs: list[Json]) -> Json:
+    return {"outcome": "accept", "records": recs, "torn": None, "error": None}
+
+
+def recovered(recs: list[Json], *, log: int, offset: int) -> Json:
+    return {"outcome": "recovered", "records": recs, "torn": {"log": log, "offset": str(offset)}, "error": None}
+
+
+def reject(recs: list[Json] | None, err: Json) -> Json:
+    """``recs`` None: the records returned before the failure are not compared."""
+    return {"outcome": "reject", "records": recs, "torn": None, "error": err}
+
+
+def segment_state(*, size: int | None = None, sealed: bool | None = None) -> Json:
+    """What a segment must look like after recovery; None members are not compared."""
+    return {"size": None if size is None else str(size), "sealed": sealed}
+
+
+def after_recovery(recs: list[Json], segments: dict[str, Json], *, optional: tuple[str, ...] = ()) -> Json:
+    """Recovery succeeds; the reference then reads exactly ``recs`` with nothing beyond the commit point.
+
+    ``segments`` is the exact set of segment files left (with their state);
+    ``optional`` names segment files that may exist as well (W-29 lets a
+    writer create a missing successor before it appends).
+    """
+    return {
+        "recover": {"ok": True, "error": None},
+        "then": accept(recs),
+        "segments": segments,
+        "optional_segments": list(optional),
+        "unchanged": False,
+    }
+
+
+def recovery_refused(err: Json) -> Json:
+    """Recovery refuses (damage at or below a commit point, a legacy log) and changes no segment."""
+    return {
+        "recover": {"ok": False, "error": err},
+        "then": None,
+        "segments": None,
+        "optional_segments": [],
+        "unchanged": True,
+    }
+
+
+def implementation_defined(choice: str, **allowed: Json) -> Json:
+    if choice not in CHOICES or set(allowed) != set(CHOICES[choice]):
+        raise ValueError(f"choice {choice} needs exactly the values {CHOICES.get(choice)}")
+    return {"outcome": "implementation_defined", "choice": choice, "allowed": allowed}
+
+
+@dataclass
+class Fixture:
+    id: str
+    description: str
+    files: Files
+    faults: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)
+    workload: list[Json] | None = None
+    derived_from: str | None = None
+    mutation: Mutation | None = None
+    defect: str | None = None
+
+    def sha256(self) -> dict[str, str]:
+        return {name: hashlib.sha256(data).hexdigest() for name, data in sorted(self.files.items())}
+
+
+@dataclass
+class Case:
+    id: str
+    description: str
+    operation: Json
+    expected: Json
+    requirements: list[str]
+    fixture: Fixture | None = None
+    roles: list[str] = field(default_factory=lambda: ["reader"])
+    requires: list[str] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+    defect: str | None = None
+    since: str = SPEC_VERSION
+    until: str | None = None
+
+    def __post_init__(self) -> None:
+        parts = self.id.split(".")
+        if len(parts) != 4 or parts[0] not in LEVELS or parts[1] not in ROLES:
+            raise ValueError(f"case id {self.id}: expected LEVEL.ROLE.GROUP.NAME")
+        if parts[1] not in self.roles:
+            raise ValueError(f"case id {self.id}: role {parts[1]} missing from roles {self.roles}")
+
+    @property
+    def level(self) -> str:
+        return self.id.split(".")[0]
