@@ -53,7 +53,7 @@ conformance: $(STAMP) ksy go-impl
 unit: $(STAMP) ksy go-impl
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck fixtures-check unit conformance
+test: lint typecheck fixtures-check conformance unit
 
 demo: $(STAMP)
 	$(PY) tools/demo.py
