@@ -13,6 +13,7 @@ from ._reader import Damage, Reader, last_entry, read_all
 from ._records import Entry, RecordDecoder, TailStop, encode_record
 from ._ref import Ref
 from ._split import read_split
+from ._stat import SegmentStat, stat
 from ._subscribers import (
     Subscriber,
     SubscriberError,
@@ -85,6 +86,7 @@ __all__ = [
     "RepairReport",
     "RetentionDecision",
     "SegmentReport",
+    "SegmentStat",
     "Subscriber",
     "SubscriberError",
     "SubscriberInfo",
@@ -111,5 +113,6 @@ __all__ = [
     "remove_subscriber",
     "repair",
     "retain",
+    "stat",
     "verify",
 ]

@@ -197,6 +197,12 @@ class _LegacyCursor(_Cursor):
         self._next_index = entry.index + 1
         return entry
 
+    def _keep_or_raise(self, error: BinlogError) -> None:
+        """Raise now, or after the records decoded before the damage have been returned (R-9)."""
+        if not self._buffered:
+            raise error
+        self._pending = error
+
     def _fill(self) -> None:
         """Decode the next window; records before a damaged one are still returned first (R-9)."""
         path, log, at = self.segment.path, self.segment.log, self._offset
@@ -205,16 +211,15 @@ class _LegacyCursor(_Cursor):
         if len(head) == need:
             need += max(int.from_bytes(head, "big", signed=True), 0)
         window = self.segment.read(at, min(self._tail - at, max(need, READ_CHUNK)))
+        cut_by_window = at + len(window) < min(self._tail, self.segment.size())
         try:
-            self._buffered.extend(
-                iter_legacy_records(window, log=log, offset=at, tail=self._tail, next_index=self._next_index)
-            )
+            for entry in iter_legacy_records(window, log=log, offset=at, tail=self._tail, next_index=self._next_index):
+                self._buffered.append(entry)
+        except TruncatedError as exc:
+            if not (cut_by_window and self._buffered):  # a window edge is not the end of the file
+                self._keep_or_raise(exc.located(path=path))
         except BinlogError as exc:
-            exc.located(path=path)
-            if not self._buffered:
-                raise
-            self._pending = exc
-            return
+            self._keep_or_raise(exc.located(path=path))
         if not self._buffered:
             raise TruncatedError(
                 "legacy record cut short by the end of the file", path=path, log=log, offset=at, index=self._next_index
@@ -555,6 +560,25 @@ class Reader:
         last_asqn = previous.last_asqn if isinstance(previous, _Version2Cursor) else NO_ASQN
         return _segment_start(segment, header, last_asqn=last_asqn)
 
+    @staticmethod
+    def _resync(cursor: _Version2Cursor, start: int, end: int) -> tuple[int, int] | None:
+        """The first whole valid record in [start, end) with an index not below the expected one.
+
+        Windows overlap by half, so a record up to half a window long that
+        straddles a window edge is still found.
+        """
+        at = start
+        while at < end:
+            wanted = min(end - at, RESYNC_WINDOW)
+            window = cursor.segment.read(at, wanted)
+            found = find_next_record(window, 0, min_index=cursor.next_index)
+            if found is not None:
+                return at + found, int.from_bytes(window[found + 8 : found + 16], "big")
+            if len(window) < wanted or at + len(window) >= end:
+                return None
+            at += len(window) - RESYNC_WINDOW // 2
+        return None
+
     def _skip_damage(self, error: BinlogError) -> None:
         """Tolerant reading: step to the next provably valid record of the segment (spec 10.4)."""
         cursor = self._cursor
@@ -565,20 +589,17 @@ class Reader:
             # Version 1 records carry nothing to resynchronise on: skip the segment's rest.
             self.damage.append(Damage.from_error(error, bytes_skipped=cursor.give_up(), next_index=None))
             return
-        wanted = min(limit - start, RESYNC_WINDOW)
-        window = cursor.segment.read(start, wanted)
-        found = find_next_record(window, 1, min_index=cursor.next_index)
         assert isinstance(cursor, _Version2Cursor)
+        available = min(limit, cursor.segment.size())  # S' of spec 10.4
+        found = self._resync(cursor, start + 1, available)
         if found is None:
-            # Nothing valid in the window: skip it, or the rest of the segment
-            # when the window reached its end or the end of the file.
-            more = len(window) == wanted < limit - start
-            resume, next_index = (start + len(window) if more else limit), cursor.next_index
+            resume, next_index = limit, cursor.next_index
+            skipped = max(available - start, 0)
         else:
-            resume = start + found
-            next_index = int.from_bytes(window[found + 8 : found + 16], "big")
+            resume, next_index = found
+            skipped = resume - start
         self.damage.append(
-            Damage.from_error(error, bytes_skipped=resume - start, next_index=next_index if found is not None else None)
+            Damage.from_error(error, bytes_skipped=skipped, next_index=None if found is None else next_index)
         )
         replacement = _Version2Cursor(
             cursor.segment, cursor.header, offset=resume, next_index=next_index, last_asqn=NO_ASQN, limit=limit

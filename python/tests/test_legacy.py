@@ -106,3 +106,11 @@ def test_legacy_length_beyond_the_tail_is_reported(tmp_path: Path) -> None:
     assert (caught.value.offset, caught.value.index) == (255, 2)
     report = verify(directory)
     assert [d.error_class for d in report.damage] == ["length_out_of_range"]
+
+
+def test_legacy_segment_larger_than_a_read_window(tmp_path: Path) -> None:
+    directory = tmp_path / "big"
+    directory.mkdir()
+    records = [bytes([n % 251]) * 1000 for n in range(2000)]  # 2 MB: records straddle the 1 MiB windows
+    (directory / "00000001.dat").write_bytes(legacy_segment(records, log=1, closed=False))
+    assert [e.payload for e in read_entries(directory)] == records

@@ -179,3 +179,14 @@ def test_missing_directory_is_a_typed_error(tmp_path: Path) -> None:
 
 def test_empty_directory_reads_as_an_empty_log(tmp_path: Path) -> None:
     assert read_entries(tmp_path) == []
+
+
+@pytest.mark.spec("R-25", "R-26")
+def test_tolerant_skip_to_a_file_shorter_than_its_commit_point_counts_the_bytes_present(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two" * 100, b"three"])
+    with segment(log_dir).open("r+b") as handle:
+        handle.truncate(256 + 43 + 17)  # the file ends 17 bytes into record 2
+    with Reader(log_dir, tolerant=True) as reader:
+        assert [e.payload for e in reader] == [b"one"]
+        damage = reader.damage
+    assert [(d.error_class, d.offset, d.bytes_skipped) for d in damage] == [("truncated", 299, 17)]

@@ -1,0 +1,124 @@
+"""Reading logs from S3: a moto server on 127.0.0.1, reached through s3fs with credentials and endpoint as options."""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from binlog_frames import collected, reference, split_options, strict_reference
+from logtools import flip_bit, segment
+from pyspark.sql import DataFrameReader, SparkSession
+from test_spark_semantics import build_log
+
+s3fs = pytest.importorskip("s3fs")
+pytest.importorskip("moto")
+
+BUCKET = "archive"
+REGION = "us-west-2"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("moto") / "server.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "moto server did not start"
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        log.close()
+
+
+def _options(endpoint: str) -> dict[str, str]:
+    return {
+        "fs.key": "testing",
+        "fs.secret": "testing",
+        "fs.endpoint_url": endpoint,
+        "fs.client_kwargs": f'{{"region_name": "{REGION}"}}',
+    }
+
+
+def _reader(spark: SparkSession, endpoint: str) -> DataFrameReader:
+    reader = spark.read.format("binlog")
+    for key, value in _options(endpoint).items():
+        reader = reader.option(key, value)
+    return reader
+
+
+@pytest.fixture(scope="module")
+def bucket(endpoint: str) -> s3fs.S3FileSystem:
+    fs = s3fs.S3FileSystem(
+        key="testing", secret="testing", endpoint_url=endpoint, client_kwargs={"region_name": REGION}
+    )
+    fs.mkdir(BUCKET)
+    return fs
+
+
+def test_log_on_s3_reads_as_the_same_log_on_disk(
+    spark: SparkSession, tmp_path: Path, endpoint: str, bucket: s3fs.S3FileSystem
+) -> None:
+    directory = build_log(tmp_path / "log")
+    expected = strict_reference(directory)
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    for path in sorted(directory.glob("*.dat")):
+        data = path.read_bytes()
+        if path.name == "00000001.dat":
+            (upload / (path.name + ".zst")).write_bytes(__import__("zstandard").ZstdCompressor().compress(data))
+        elif path.name == "00000002.dat":
+            (upload / (path.name + ".gz")).write_bytes(gzip.compress(data))
+        else:
+            (upload / path.name).write_bytes(data)
+    bucket.put(str(upload) + "/", f"{BUCKET}/logs/app=payments/", recursive=True)
+    df = _reader(spark, endpoint).load(f"s3://{BUCKET}/logs")
+    assert collected(df) == (expected, [])
+    assert {row.app for row in df.select("app").distinct().collect()} == {"payments"}
+    assert {row.file for row in df.select("file").distinct().collect()} == {
+        f"s3://{BUCKET}/logs/app=payments/{name}" for name in ("00000001.dat.zst", "00000002.dat.gz", "00000003.dat")
+    }
+
+
+def test_damaged_log_on_s3_splits_and_reports_like_on_disk(
+    spark: SparkSession, tmp_path: Path, endpoint: str, bucket: s3fs.S3FileSystem
+) -> None:
+    directory = build_log(tmp_path / "log")
+    flip_bit(segment(directory, 2), 3000)
+    bucket.put(str(directory) + "/", f"{BUCKET}/damaged/", recursive=True)
+    reader = _reader(spark, endpoint)
+    for key, value in split_options(segment(directory, 2).stat().st_size, 7).items():
+        reader = reader.option(key, value)
+    df = reader.load(f"s3://{BUCKET}/damaged/00000002.dat")
+    assert df.rdd.getNumPartitions() == 7
+    records, damages = collected(df)
+    expected_records, expected_damages = reference(directory)
+    assert records == [record for record in expected_records if record[0] == 2]
+    assert damages == [damage for damage in expected_damages if damage[1] == 2] != []

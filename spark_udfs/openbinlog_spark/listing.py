@@ -1,0 +1,184 @@
+"""Finding segment files: load paths, globs, Spark's generic file options, Hive-style partitions.
+
+A log is the set of segment files in one directory. Below each load path the
+listing descends into every directory that is not hidden (names starting
+with ``.`` or ``_``, as Spark skips them); ``key=value`` directory names
+between the base path and a log become partition columns, unless
+``recursiveFileLookup`` is set, which (as in Spark) turns partition
+inference off.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+from urllib.parse import unquote
+
+from pyspark.sql.types import DateType, IntegerType, LongType, StringType, StructField
+
+from openbinlog.errors import BinlogIOError, NotALogError
+
+from .options import ReadOptions
+from .storage import Storage, is_local
+
+SEGMENT_FILE = re.compile(r"^(\d{8})\.dat(?:\.(gz|zst))?$")
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_GLOB_MAGIC = re.compile(r"[*?\[{]")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_INT = re.compile(r"^-?\d+$")
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """One segment file found by the listing."""
+
+    url: str
+    directory: str
+    log: int
+    compression: str | None
+    size: int
+    partitions: tuple[tuple[str, str | None], ...]
+
+
+def _brace_expand(pattern: str) -> list[str]:
+    """Hadoop glob braces ``{a,b}``, which fnmatch lacks."""
+    match = re.search(r"\{([^{}]*)\}", pattern)
+    if match is None:
+        return [pattern]
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    return [expanded for choice in match[1].split(",") for expanded in _brace_expand(head + choice + tail)]
+
+
+def _modified(info: dict[str, Any]) -> float | None:
+    for key in ("mtime", "LastModified", "last_modified", "updated", "modified", "created"):
+        value = info.get(key)
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _partition_pairs(relative_dirs: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
+    pairs = []
+    for part in relative_dirs:
+        key, sep, value = part.partition("=")
+        if sep and key:
+            raw = unquote(value)
+            pairs.append((unquote(key), None if raw == NULL_PARTITION else raw))
+    return tuple(pairs)
+
+
+def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFile]:
+    """Every segment file the load paths and the file options select."""
+    if not options.paths:
+        raise NotALogError("no path given: use load(path) or load([path, ...])")
+    patterns = _brace_expand(options.path_glob_filter) if options.path_glob_filter else None
+    found: dict[str, SegmentFile] = {}
+    for given in options.paths:
+        fs, path = storage.filesystem(given)
+        matches = sorted(fs.glob(path)) if _GLOB_MAGIC.search(path) else [path]
+        if not matches and not options.ignore_missing:
+            raise NotALogError("path matches nothing", path=given)
+        for match in matches:
+            try:
+                info = fs.info(match)
+            except FileNotFoundError:
+                if options.ignore_missing:
+                    continue
+                raise NotALogError("path does not exist", path=given) from None
+            if info.get("type") == "directory":
+                root = match.rstrip("/")
+                entries = fs.find(root, detail=True, withdirs=True)
+            else:
+                root = posixpath.dirname(match)
+                entries = {match: info}
+            base = root
+            if options.base_path is not None:
+                base = storage.filesystem(options.base_path)[1].rstrip("/")
+            for file_path, file_info in entries.items():
+                relative = posixpath.relpath(file_path, root).split("/")
+                name = relative[-1]
+                hit = SEGMENT_FILE.match(name)
+                if hit is None or any(_hidden(part) for part in relative if part != "."):
+                    continue
+                if file_info.get("type") == "directory":
+                    # A segment that cannot be read is an I/O error, never a gap (spec R-20).
+                    raise BinlogIOError("segment is not a regular file", path=file_path)
+                if patterns is not None and not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+                    continue
+                modified = _modified(file_info)
+                if options.modified_before is not None and (modified is None or modified >= options.modified_before):
+                    continue
+                if options.modified_after is not None and (modified is None or modified <= options.modified_after):
+                    continue
+                directory = posixpath.dirname(file_path)
+                partitions: tuple[tuple[str, str | None], ...] = ()
+                if not options.recursive and (directory + "/").startswith(base + "/"):
+                    below = posixpath.relpath(directory, base)
+                    partitions = _partition_pairs([] if below == "." else below.split("/"))
+                url = file_path if is_local(given) else fs.unstrip_protocol(file_path)
+                directory_url = directory if is_local(given) else fs.unstrip_protocol(directory)
+                found[url] = SegmentFile(
+                    url=url,
+                    directory=directory_url,
+                    log=int(hit[1]),
+                    compression={"gz": "gzip", "zst": "zstd"}.get(hit[2] or ""),
+                    size=int(file_info.get("size") or 0),
+                    partitions=partitions,
+                )
+    return sorted(found.values(), key=lambda segment: (segment.directory, segment.log, segment.url))
+
+
+def _typed(values: set[str]) -> tuple[Any, Any]:
+    """The Spark type Spark's own partition inference would give these values, and a converter."""
+    if values and all(_INT.match(value) for value in values):
+        numbers = [int(value) for value in values]
+        if all(-(2**31) <= number < 2**31 for number in numbers):
+            return IntegerType(), int
+        if all(-(2**63) <= number < 2**63 for number in numbers):
+            return LongType(), int
+    if values and all(_DATE.match(value) for value in values):
+        try:
+            for value in values:
+                date.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return DateType(), date.fromisoformat
+    return StringType(), str
+
+
+def partition_columns(files: Iterable[SegmentFile]) -> tuple[list[StructField], dict[str, dict[str, Any]]]:
+    """Partition columns in order of first appearance, their types, and each file's typed values."""
+    names: list[str] = []
+    values: dict[str, set[str]] = {}
+    files = list(files)
+    for segment in files:
+        for key, value in segment.partitions:
+            if key not in values:
+                names.append(key)
+                values[key] = set()
+            if value is not None:
+                values[key].add(value)
+    types = {name: _typed(values[name]) for name in names}
+    fields = [StructField(name, types[name][0]) for name in names]
+    by_file: dict[str, dict[str, Any]] = {}
+    for segment in files:
+        raw = dict(segment.partitions)
+        by_file[segment.url] = {name: None if raw.get(name) is None else types[name][1](raw[name]) for name in names}
+    return fields, by_file
