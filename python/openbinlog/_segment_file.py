@@ -208,7 +208,20 @@ class SegmentFile:
             raise BinlogIOError(f"fstat failed: {exc.strerror}", path=self.path, log=self.log) from exc
 
     def is_blank(self) -> bool:
-        return is_blank_header(self.read(0, HEADER_SIZE))
+        """Shorter than a header, or zero in every byte (spec 3.5).
+
+        A zeroed header in front of records is not blank: those records are
+        reported (the header checks fail), never silently dropped.
+        """
+        if not is_blank_header(self.read(0, HEADER_SIZE)):
+            return False
+        at, size = HEADER_SIZE, self.size()
+        while at < size:
+            chunk = self.read(at, min(READ_CHUNK, size - at))
+            if not chunk or chunk.count(0) != len(chunk):
+                return not chunk
+            at += len(chunk)
+        return True
 
     def header(self) -> SegmentHeaderInfo | LegacyHeaderInfo:
         data = self.read(0, HEADER_SIZE)

@@ -136,6 +136,7 @@ class Writer:
         self._cond = threading.Condition()
         self._io_mutex = threading.Lock()
         self._pending: list[_Ticket] = []
+        self._last_batch = 0
         self._leader_active = False
         self._failed: BaseException | None = None
         self._closed = False
@@ -175,9 +176,13 @@ class Writer:
     def cutover(self) -> int:
         """Seal the last segment and start the next one; return the new log number."""
         self._check_usable()
-        with self._os_errors("cutover failed"), self._locked():
-            segment, commit = self._prepare()
-            return self._cut_over(segment, commit).log
+        try:
+            with self._os_errors("cutover failed"), self._locked():
+                segment, commit = self._prepare()
+                return self._cut_over(segment, commit).log
+        except BinlogIOError as exc:
+            self._failed = exc  # as for a failed commit: nothing more until reopened (W-19)
+            raise
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -263,13 +268,19 @@ class Writer:
                     continue
                 self._leader_active = True
                 try:
-                    if self.durability == "group" and self.group_delay > 0:
+                    # In the group mode, wait to gather appenders. Otherwise, when
+                    # the last batch was shared, yield once: the appenders it
+                    # released re-queue within microseconds and join this batch,
+                    # where without the yield batches alternate between two halves.
+                    gather = self.group_delay if self.durability == "group" else 0.0
+                    if gather > 0 or self._last_batch > 1:
                         self._cond.release()
                         try:
-                            time.sleep(self.group_delay)
+                            time.sleep(gather)
                         finally:
                             self._cond.acquire()
                     batch, self._pending = self._pending, []
+                    self._last_batch = len(batch)
                     self._cond.release()
                     try:
                         self._commit(batch)
@@ -455,30 +466,28 @@ class Writer:
 
     def _open_last(self, *, verify: bool) -> _OpenSegment:
         names = self._fs.listdir(self.directory)
-        removed = False
         for name in names:
             if TEMP_NAME.match(name):
                 self._backup_file(self._path(name))
                 self._fs.unlink(self._path(name))
                 self.recovery.append(RecoveryAction("remove_temp", self._path(name)))
-                removed = True
         logs = sorted({int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))})
         while logs:
             last = logs[-1]
             path = self._path(segment_name(last))
             fd = self._fs.open_write(path)
             data = self._fs.pread(fd, HEADER_SIZE, 0)
-            if not is_blank_header(data):
+            if not self._blank(fd, data):
                 break
             # Its header never became durable, so it never held a record.
             self._fs.close(fd)
             self._backup_file(path)
             self._fs.unlink(path)
             self.recovery.append(RecoveryAction("remove_blank_segment", path, log=last))
-            removed = True
             logs.pop()
-        if removed:
-            self._fs.fsync_dir(self.directory)
+        # Always: a previous writer's directory sync may have failed, and the
+        # segments we are about to append to must not lose their names (W-25).
+        self._fs.fsync_dir(self.directory)
         if not logs:
             segment = self._create_segment(
                 1, log_id=secrets.token_bytes(16), base_index=1, last_asqn=NO_ASQN, last_timestamp_us=0
@@ -502,6 +511,20 @@ class Writer:
         if len(logs) > 1:
             self._seal_finished(logs[-2], header)
         return segment
+
+    def _blank(self, fd: int, head: bytes) -> bool:
+        """Spec 3.5: shorter than a header, or zero in every byte; never a zeroed header before records."""
+        if not is_blank_header(head):
+            return False
+        at, size = HEADER_SIZE, self._fs.size(fd)
+        while at < size:
+            chunk = self._fs.pread(fd, min(len(ZERO_CHUNK), size - at), at)
+            if chunk != ZERO_CHUNK[: len(chunk)]:
+                return False
+            if not chunk:
+                break
+            at += len(chunk)
+        return True
 
     def _verify_committed(self, segment: _OpenSegment) -> None:
         """Refuse to append after committed data that does not check out."""
@@ -605,6 +628,15 @@ class Writer:
             )
         if not changed and not scan.records:
             return commit
+        if scan.records:
+            # After a failed sync Linux may have marked these pages clean, so what
+            # we read may never have reached the disk: write the header we rely on
+            # and the records we adopt again, so that the sync below really puts
+            # them there before a new slot goes over the old one (W-23).
+            header = self._fs.pread(segment.fd, HEADER_SIZE, 0)
+            self._fs.pwrite(segment.fd, header, 0)
+            walked = self._fs.pread(segment.fd, scan.end - commit.commit_offset, commit.commit_offset)
+            self._fs.pwrite(segment.fd, walked, commit.commit_offset)
         self._fs.fdatasync(segment.fd)
         if not scan.records:
             return commit
@@ -694,8 +726,12 @@ class Writer:
             self._fs.close(fd)
             self._fs.unlink(temp)
             raise
-        self._fs.unlink(temp)
-        self._fs.fsync_dir(self.directory)
+        try:
+            self._fs.unlink(temp)
+            self._fs.fsync_dir(self.directory)
+        except BaseException:
+            self._fs.close(fd)
+            raise
         header = parse_header(header_bytes, log=log)
         assert isinstance(header, SegmentHeaderInfo)
         if self.preallocate:

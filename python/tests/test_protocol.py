@@ -133,10 +133,13 @@ def test_recovery_truncates_syncs_publishes_and_syncs_again(log_dir: Path) -> No
         ops = [(op, detail) for op, _, detail in fs.ops if op not in {"lock", "unlock"}]
     end = 256 + 41 + 48
     assert ops == [
+        ("fsync_dir", None),  # opening: the names it appends to are durable
         ("truncate", end),
+        ("pwrite", "header"),  # the header it read, written again: a failed sync may have left it only in memory
+        ("pwrite", "records"),  # the adopted record, likewise
         ("fdatasync", None),
-        ("pwrite", "header"),
-        ("pwrite", "header"),
+        ("pwrite", "header"),  # the new slot
+        ("pwrite", "header"),  # the mirrors
         ("fdatasync", None),
     ]
 

@@ -238,7 +238,8 @@ func SelectSlot(slots []byte, logNumber uint32, baseIndex uint64) (Slot, error) 
 }
 
 // IsBlank reports whether a segment whose first bytes are b (up to 256) and
-// whose file holds fileSize bytes is blank (section 3.5).
+// whose file holds fileSize bytes can be blank (section 3.5); a file longer
+// than its header is blank only if the rest is zero too (segmentFile.blank).
 func IsBlank(b []byte, fileSize int64) bool {
 	return fileSize < HeaderSize || allZero(b[:HeaderSize])
 }

@@ -92,13 +92,32 @@ func (s *segmentFile) headBytes() ([]byte, error) {
 	return s.readAt(0, n)
 }
 
-// blank reports whether the segment is blank (section 3.5).
+// blank reports whether the segment is blank (section 3.5): shorter than a
+// header, or zero in every byte. A zeroed header in front of records is not
+// blank: those records must be reported, not dropped.
 func (s *segmentFile) blank() (bool, error) {
 	b, err := s.headBytes()
 	if err != nil {
 		return false, err
 	}
-	return IsBlank(b, int64(s.size)), nil
+	if !IsBlank(b, int64(s.size)) {
+		return false, nil
+	}
+	const chunk = 1 << 20
+	for at := uint64(len(b)); at < s.size; at += chunk {
+		n := s.size - at
+		if n > chunk {
+			n = chunk
+		}
+		rest, err := s.readAt(at, n)
+		if err != nil {
+			return false, err
+		}
+		if !allZero(rest) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // header reads and checks the header (section 3.4).

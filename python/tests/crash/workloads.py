@@ -1,0 +1,179 @@
+"""Workloads: what a writer is asked to do while its operations are recorded.
+
+A workload is a list of steps: append one record, append several in one
+commit, or cut over. Running it through a ``RecordingFileSystem`` gives a
+trace whose ``expected`` lists every record attempted, by index, and whose
+``ack`` marks say which were acknowledged when.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openbinlog import NO_ASQN, Writer
+
+from .fs_trace import Trace
+from .recording_fs import RecordingFileSystem
+
+LOG = "log"
+Record = tuple[bytes, int]  # payload, asqn
+
+
+@dataclass(frozen=True)
+class Append:
+    records: tuple[Record, ...]  # one record: Writer.append; several: Writer.append_many
+    writer: int = 0  # which of the workload's writers (each with its own lock descriptor, as processes have)
+
+
+@dataclass(frozen=True)
+class Cutover:
+    writer: int = 0
+
+
+Step = Append | Cutover
+
+
+@dataclass
+class Workload:
+    name: str
+    steps: list[Step]
+    writer_options: dict[str, Any] = field(default_factory=dict)
+    # Crash points before this mark repeat a shorter workload's: enumerate from it.
+    start_mark: str | None = None
+    models: tuple[str, ...] = ("P0", "P1", "P2", "P3")
+
+    @property
+    def records(self) -> int:
+        return sum(len(step.records) for step in self.steps if isinstance(step, Append))
+
+
+def payload(index: int, size: int, generation: int = 1) -> bytes:
+    """A payload that names its index and generation, padded to ``size`` bytes."""
+    tag = f"g{generation}r{index}:".encode()
+    return (tag * (size // len(tag) + 1))[:size]
+
+
+def asqn_for(index: int) -> int:
+    """Every third record carries an asqn, so its order is checked across cutovers."""
+    return 10 * index if index % 3 == 0 else NO_ASQN
+
+
+def singles(first: int, sizes: Sequence[int], generation: int = 1) -> list[Step]:
+    return [
+        Append(((payload(index, size, generation), asqn_for(index)),)) for index, size in enumerate(sizes, start=first)
+    ]
+
+
+def deterministic_clock() -> Callable[[], int]:
+    ticks = itertools.count(1_700_000_000_000_000, 1000)
+    return lambda: next(ticks)
+
+
+def run(
+    root: Path,
+    steps: Sequence[Step],
+    *,
+    writer_options: dict[str, Any],
+    existing: Sequence[Record] = (),
+    fs: RecordingFileSystem | None = None,
+) -> Trace:
+    """Run ``steps`` on the log at ``root/log``, recording every operation."""
+    recorder = fs or RecordingFileSystem(root, durability=writer_options.get("durability", "sync"))
+    trace = recorder.trace
+    trace.expected = list(existing)
+    trace.base_acked = len(existing)
+    clock = deterministic_clock()
+    writers: dict[int, Writer] = {}
+    try:
+        for step in steps:
+            if step.writer not in writers:
+                writers[step.writer] = Writer(root / LOG, fs=recorder, clock_us=clock, **writer_options)
+            writer = writers[step.writer]
+            if isinstance(step, Cutover):
+                recorder.mark("cutover")
+                writer.cutover()
+                continue
+            trace.expected += step.records
+            if len(step.records) == 1:
+                (data, asqn), *_ = step.records
+                refs = [writer.append(data, asqn=asqn)]
+            else:
+                refs = writer.append_many(step.records)
+            recorder.mark("ack", refs[-1].index)
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return trace
+
+
+# Record sizes: mostly small (byte tearing is checked at every byte); the log crosses 512 at record 4.
+SMALL_SIZES = (5, 0, 17, 150, 9, 3, 31, 1, 12, 2)
+
+
+def small_workloads() -> list[Workload]:
+    """Every workload of up to 10 records with at most one cutover, anywhere.
+
+    A workload of n records is a prefix of the 10-record one, so its crash
+    points are among those of the longer trace; a cutover after j records
+    adds the points from the cutover on. Variants: batches, preallocated
+    segments (cutovers forced by capacity), two writers, strict mode, and the
+    os mode (process crashes only).
+    """
+    workloads = [Workload("sync", singles(1, SMALL_SIZES))]
+    for cut in range(len(SMALL_SIZES) + 1):
+        steps = [*singles(1, SMALL_SIZES[:cut]), Cutover(), *singles(cut + 1, SMALL_SIZES[cut:])]
+        workloads.append(Workload(f"sync-cutover-after-{cut}", steps, start_mark="cutover"))
+    batch = [(payload(i, size), asqn_for(i)) for i, size in enumerate(SMALL_SIZES, start=1)]
+    workloads.append(
+        Workload(
+            "batches",
+            [
+                Append(tuple(batch[0:3])),
+                Append(tuple(batch[3:4])),
+                Cutover(),
+                Append(tuple(batch[4:8])),
+                Append(tuple(batch[8:10])),
+            ],
+        )
+    )
+    workloads.append(Workload("preallocated", singles(1, SMALL_SIZES), {"preallocate": 768}))
+    # Two writers on one log, each seeing the other's commits and cutover (W-16).
+    two = singles(1, SMALL_SIZES)
+    two = [Append(step.records, writer=n % 2) for n, step in enumerate(two) if isinstance(step, Append)]
+    workloads.append(Workload("two-writers", [*two[:4], Cutover(writer=1), *two[4:]]))
+    # The os mode does not sync: it promises to survive a process crash, not a power loss.
+    workloads.append(Workload("os", singles(1, SMALL_SIZES), {"durability": "os"}, models=("P0",)))
+    workloads.append(
+        Workload(
+            "strict", [*singles(1, SMALL_SIZES[:5]), Cutover(), *singles(6, SMALL_SIZES[5:])], {"durability": "strict"}
+        )
+    )
+    return workloads
+
+
+def large_workload(records: int = 60) -> Workload:
+    """Enough records to grow a segment past several 4 KiB pages, with batches and a cutover."""
+    sizes = [(index * 37) % 290 for index in range(1, records + 1)]
+    steps: list[Step] = []
+    index = 1
+    while index <= records:
+        if index == records // 2:
+            steps.append(Cutover())
+        width = 2 if index % 7 == 0 and index < records else 1
+        steps.append(Append(tuple((payload(i, sizes[i - 1]), asqn_for(i)) for i in range(index, index + width))))
+        index += width
+    return Workload(f"sync-{records}-records", steps)
+
+
+def second_generation(first_index: int) -> list[Step]:
+    """What a writer appends after recovery: singles, a batch, a cutover."""
+    return [
+        Append(((payload(first_index, 20, 2), NO_ASQN),)),
+        Append(((payload(first_index + 1, 7, 2), NO_ASQN), (payload(first_index + 2, 90, 2), 10**9))),
+        Cutover(),
+        Append(((payload(first_index + 3, 3, 2), NO_ASQN),)),
+    ]
