@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: all venv test lint typecheck unit ksy go-impl fixtures fixtures-check conformance demo clean
+.PHONY: all venv test lint typecheck unit ksy go-impl fixtures fixtures-check conformance crash-full demo clean
 
 all: test
 
@@ -49,6 +49,10 @@ fixtures-check: $(STAMP)
 conformance: $(STAMP) ksy go-impl
 	bash conformance/implementations/kaitai/build.sh
 	$(VENV)/bin/binlog conformance run --impl all --xfail conformance/xfail.txt --out build/conformance
+
+# Larger crash-injection workloads (several minutes); the default ones run in `make test`.
+crash-full: $(STAMP)
+	$(VENV)/bin/pytest -q python/tests/crash --full
 
 unit: $(STAMP) ksy go-impl
 	$(VENV)/bin/pytest -q

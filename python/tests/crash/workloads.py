@@ -145,6 +145,8 @@ def small_workloads() -> list[Workload]:
     two = singles(1, SMALL_SIZES)
     two = [Append(step.records, writer=n % 2) for n, step in enumerate(two) if isinstance(step, Append)]
     workloads.append(Workload("two-writers", [*two[:4], Cutover(writer=1), *two[4:]]))
+    # The group mode gathers appenders before its sync: the same guarantee as sync (spec 6.5).
+    workloads.append(Workload("group", singles(1, SMALL_SIZES), {"durability": "group", "group_delay": 0.0005}))
     # The os mode does not sync: it promises to survive a process crash, not a power loss.
     workloads.append(Workload("os", singles(1, SMALL_SIZES), {"durability": "os"}, models=("P0",)))
     workloads.append(
