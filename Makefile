@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: all venv test lint typecheck unit ksy go-impl fixtures fixtures-check conformance crash-full demo clean
+.PHONY: all venv test lint typecheck unit ksy go-impl fixtures fixtures-check conformance crash-full bench demo clean
 
 all: test
 
@@ -58,6 +58,11 @@ unit: $(STAMP) ksy go-impl
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck fixtures-check conformance unit
+
+# The performance bars of design brief section 10, as ratios against baselines run side by side
+# (a few minutes; tools/bench/bench --full adds 1 GB and 2 GB logs).
+bench: $(STAMP)
+	$(PY) tools/bench/bench.py
 
 demo: $(STAMP)
 	$(PY) tools/demo.py

@@ -1,0 +1,247 @@
+"""W1 to W4: appends per second, and the bare loops they are judged against.
+
+Every baseline writes the bytes the writer writes for one record (its
+40-byte header and the payload) to a fresh file in the same directory, so
+figure and baseline meet the same file system. All the durable contenders
+(W1, the seed's protocol, the bare loop, W2, W3) run interleaved in short
+rounds, and so do the buffered ones (W4, its baseline, the protocol floor).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from openbinlog import Writer
+
+from .logs import BuiltLog, payloads, record_bytes
+from .measure import Row, Variant, compared, interleaved_rates
+from .plan import Plan
+from .processes import READY, emit, start_worker, wait_ready
+
+HEADER = bytes(256)
+WORKER_TIMEOUT = 300.0
+
+
+class BaselineFile:
+    """A fresh file holding a 256-byte header, for the bare loops to write to."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        os.write(self.fd, HEADER)
+        os.fdatasync(self.fd)
+        self.end = len(HEADER)
+
+    def close(self) -> None:
+        os.close(self.fd)
+        os.unlink(self.path)
+
+
+def _timed(body: Callable[[], None], count: int) -> float:
+    start = time.perf_counter()
+    for _ in range(count):
+        body()
+    return time.perf_counter() - start
+
+
+def seed_protocol(file: BaselineFile, record: bytes) -> Callable[[int], float]:
+    """The seed's commit: write the record, sync, write the 8-byte last element position, sync again."""
+
+    def commit() -> None:
+        os.write(file.fd, record)
+        os.fdatasync(file.fd)
+        file.end += len(record)
+        os.pwrite(file.fd, file.end.to_bytes(8, "big"), 8)
+        os.fdatasync(file.fd)
+
+    return lambda count: _timed(commit, count)
+
+
+def bare_write_sync(file: BaselineFile, record: bytes) -> Callable[[int], float]:
+    def commit() -> None:
+        os.write(file.fd, record)
+        os.fdatasync(file.fd)
+
+    return lambda count: _timed(commit, count)
+
+
+def bare_write(file: BaselineFile, record: bytes) -> Callable[[int], float]:
+    def write() -> None:
+        os.write(file.fd, record)
+
+    return lambda count: _timed(write, count)
+
+
+def protocol_syscalls(file: BaselineFile, record: bytes, lock_fd: int) -> Callable[[int], float]:
+    """The system calls of one os-mode commit (spec 6.2) with no library code around them: lock,
+    look for a successor, read the header, stat, write the record, write slot and mirror, unlock."""
+    successor = str(file.path.with_suffix(".next"))
+    slot, mirror = bytes(48), bytes(18)
+
+    def commit() -> None:
+        fcntl.lockf(lock_fd, fcntl.LOCK_EX)
+        os.path.exists(successor)
+        os.pread(file.fd, len(HEADER), 0)
+        os.fstat(file.fd)
+        os.pwrite(file.fd, record, file.end)
+        file.end += len(record)
+        os.pwrite(file.fd, slot, 96)
+        os.pwrite(file.fd, mirror, 6)
+        fcntl.lockf(lock_fd, fcntl.LOCK_UN)
+
+    return lambda count: _timed(commit, count)
+
+
+def writer_appends(writer: Writer, pool: list[bytes]) -> Callable[[int], float]:
+    def run(count: int) -> float:
+        start = time.perf_counter()
+        for i in range(count):
+            writer.append(pool[i % len(pool)])
+        return time.perf_counter() - start
+
+    return run
+
+
+def threaded_appends(writer: Writer, pool: list[bytes], threads: int) -> Callable[[int], float]:
+    """``threads`` threads appending through one shared writer (group commit), ``count`` appends in all."""
+
+    def run(count: int) -> float:
+        barrier = threading.Barrier(threads + 1)
+
+        def work(first: int) -> None:
+            barrier.wait()
+            for i in range(count // threads):
+                writer.append(pool[(first + i) % len(pool)])
+
+        workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        barrier.wait()
+        start = time.perf_counter()
+        for worker in workers:
+            worker.join()
+        return time.perf_counter() - start
+
+    return run
+
+
+class AppendingProcesses:
+    """Processes that each keep a writer open on the log and append on command, all at once."""
+
+    def __init__(self, log: Path, record_size: int, processes: int) -> None:
+        self.started = [start_worker("append", log=str(log), record_size=record_size, seed=n) for n in range(processes)]
+        for process in self.started:
+            wait_ready(process, timeout=WORKER_TIMEOUT)
+
+    def __call__(self, count: int) -> float:
+        """Seconds from the first process's first append to the last one's last, ``count`` appends in all."""
+        for process in self.started:
+            assert process.stdin is not None
+            process.stdin.write(f"{count // len(self.started)}\n")
+            process.stdin.flush()
+        spans = []
+        for process in self.started:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"an appending process died: {process.stderr.read() if process.stderr else ''}")
+            spans.append(json.loads(line))
+        return max(span["end"] for span in spans) - min(span["start"] for span in spans)
+
+    def close(self) -> None:
+        for process in self.started:
+            try:
+                assert process.stdin is not None
+                process.stdin.close()
+                process.wait(timeout=WORKER_TIMEOUT)
+            except (OSError, TimeoutError):
+                process.kill()
+                process.wait(timeout=10)
+
+
+def append_worker(arguments: dict[str, Any]) -> None:
+    """Worker side of W3: keep a writer open; for each count read from stdin, append that many
+    records and report the monotonic span (CLOCK_MONOTONIC is system-wide, so spans of
+    different processes compare)."""
+    pool = payloads(arguments["record_size"], seed=arguments["seed"])
+    with Writer(arguments["log"], verify_on_open=False) as writer:
+        print(READY, flush=True)
+        for line in sys.stdin:
+            start = time.monotonic()
+            for i in range(int(line)):
+                writer.append(pool[i % len(pool)])
+            emit({"start": start, "end": time.monotonic()})
+
+
+def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
+    """W1 to W4 on one log (the writers append to it; the baselines write beside it)."""
+    size = log.record_size
+    where: dict[str, Any] = dict(record_size=size, log_size=log.log_size)
+    pool = payloads(size)
+    record = record_bytes(size)
+    scratch.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    opening = "timed appends only: opening, with its check of committed records (W-26), is recovery's cost"
+
+    durable, seed_file, bare_file = None, BaselineFile(scratch / "seed.dat"), BaselineFile(scratch / "bare.dat")
+    try:
+        with Writer(log.path, verify_on_open=False) as writer:
+            durable = AppendingProcesses(log.path, size, plan.processes)
+            w1, seed, bare, w2, w3 = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.sync_appends),
+                    Variant(seed_protocol(seed_file, record), plan.sync_appends),
+                    Variant(bare_write_sync(bare_file, record), plan.sync_appends),
+                    Variant(threaded_appends(writer, pool, plan.threads), plan.threads * plan.thread_appends),
+                    Variant(durable, plan.processes * plan.process_appends),
+                ],
+                rounds=plan.rounds,
+                repeats=plan.repeats,
+            )
+    finally:
+        if durable is not None:
+            durable.close()
+        seed_file.close()
+        bare_file.close()
+    measure = "durable appends/s, one writer"
+    rows.append(compared(Row("W1", measure, "appends/s", **where, versus="seed protocol (2 syncs)"), w1, seed, bar=1.8))
+    rows.append(compared(Row("W1", measure, "appends/s", **where, versus="bare write+fdatasync"), w1, bare, bar=0.85))
+    rows[-1].note = opening
+    measure = f"durable appends/s, {plan.threads} threads, one writer"
+    rows.append(compared(Row("W2", measure, "appends/s", **where, versus="W1"), w2, w1, bar=5.0))
+    measure = f"durable appends/s, {plan.processes} processes"
+    rows.append(compared(Row("W3", measure, "appends/s", **where, versus="W1"), w3, w1, bar=3.0))
+
+    bare_file, floor_file = BaselineFile(scratch / "write.dat"), BaselineFile(scratch / "floor.dat")
+    lock_path = scratch / "floor.lock"
+    lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        with Writer(log.path, durability="os", verify_on_open=False) as writer:
+            w4, writes, floor = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.buffered_appends),
+                    Variant(bare_write(bare_file, record), plan.buffered_appends),
+                    Variant(protocol_syscalls(floor_file, record, lock_fd), plan.buffered_appends),
+                ],
+                rounds=plan.rounds,
+                repeats=plan.repeats,
+            )
+    finally:
+        os.close(lock_fd)
+        lock_path.unlink()
+        bare_file.close()
+        floor_file.close()
+    measure = "buffered appends/s (durability os)"
+    rows.append(compared(Row("W4", measure, "appends/s", **where, versus="bare os.write"), w4, writes, bar=0.5))
+    row = Row("W4.floor", "the system calls of an os-mode commit alone", "appends/s", **where, versus="bare os.write")
+    row.note = "the ceiling of W4 for any implementation of the commit protocol of spec 6.2"
+    rows.append(compared(row, floor, writes))
+    return rows
