@@ -33,19 +33,25 @@ function recordOk(record) {
   return maskedCrc32c(record.crcCoveredHeader) === record.headerCrc && maskedCrc32c(record.payload) === record.payloadCrc;
 }
 
-// The runtime reads 64-bit integers as Numbers: exact below 2^53 only.
+// The runtime reads 64-bit integers as Numbers, exact below 2^53 only: the exact
+// values come from the byte ranges the parser exposes for the checksums, read as BigInt.
+function exact(bytes, at, signed) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return (signed ? view.getBigInt64(at) : view.getBigUint64(at)).toString();
+}
+
 const entry = (record) => ({
   offset: record.ofsRecord,
-  index: String(record.index),
-  asqn: String(record.asqn),
-  timestamp_us: String(record.timestampUs),
+  index: exact(record.crcCoveredHeader, 8, false),
+  asqn: exact(record.crcCoveredHeader, 16, true),
+  timestamp_us: exact(record.crcCoveredHeader, 24, true),
   payload_hex: hex(record.payload),
 });
 
 const summary = (header, records, checksumsOk, tornTailOffset) => ({
   version: header.version,
   log: header.logNumber,
-  base_index: String(header.baseIndex),
+  base_index: exact(header.crcCoveredSignatureToReserved, 24, false),
   commit_offset: String(header.activeSlot.ofsCommit),
   records: records.filter((r) => r.isData).map(entry),
   checksums_ok: checksumsOk,
