@@ -158,18 +158,9 @@ def recover(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list
             if seg.state == "blank" and seg is report.segments[-1]:
                 actions.append(RecoveryAction("remove_blank_segment", seg.path, log=seg.log))
             tail = seg.tail
-            if tail is None:
-                continue
-            if tail.adoptable_records:
-                actions.append(
-                    RecoveryAction(
-                        "adopt_records",
-                        seg.path,
-                        log=seg.log,
-                        offset=tail.commit_offset,
-                        records=tail.adoptable_records,
-                    )
-                )
+            if tail is None or seg.state != "open":
+                continue  # recovery only ever touches the tail of an open last segment
+            # In the order a real recovery reports them (Writer._settle_tail).
             if tail.extra_bytes:
                 actions.append(
                     RecoveryAction(
@@ -179,6 +170,16 @@ def recover(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list
                         offset=tail.valid_end,
                         bytes=tail.extra_bytes,
                         detail=tail.stop_reason,
+                    )
+                )
+            if tail.adoptable_records:
+                actions.append(
+                    RecoveryAction(
+                        "adopt_records",
+                        seg.path,
+                        log=seg.log,
+                        offset=tail.commit_offset,
+                        records=tail.adoptable_records,
                     )
                 )
         return actions

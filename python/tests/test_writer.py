@@ -20,6 +20,7 @@ from openbinlog import (
     WriterClosedError,
     WriterFailedError,
     encode_record,
+    recover,
 )
 from openbinlog._segment import parse_header
 
@@ -263,3 +264,14 @@ def test_group_commit_shares_syncs_between_threads(log_dir: Path) -> None:
             thread.join()
         syncs = counting.syncs - before
     assert syncs < 80 / 2, f"{syncs} syncs for 80 appends: commits were not grouped"
+
+
+def test_recovery_dry_run_predicts_what_recovery_does(log_dir: Path) -> None:
+    write_log(log_dir, [b"a"])
+    write_log(log_dir, [b"b"], fs=FaultyFileSystem(drop_header_writes=True))
+    append_raw(segment(log_dir), b"\x00\x00\x00\x50torn")
+    before = segment(log_dir).read_bytes()
+    predicted = [(a.action, a.offset, a.bytes, a.records) for a in recover(log_dir, dry_run=True)]
+    assert segment(log_dir).read_bytes() == before  # a dry run changes nothing
+    done = [(a.action, a.offset, a.bytes, a.records) for a in recover(log_dir)]
+    assert predicted == done == [("truncate_tail", 256 + 41 + 41, 8, 0), ("adopt_records", 256 + 41, 0, 1)]
