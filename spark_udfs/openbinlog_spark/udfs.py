@@ -28,7 +28,6 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     DataType,
-    IntegerType,
     LongType,
     StringType,
     StructField,
@@ -42,20 +41,16 @@ from openbinlog._records import RecordDecoder
 from openbinlog._segment import LegacyHeaderInfo, parse_header
 from openbinlog.errors import BinlogError
 
-from .columns import BatchBuilder, record_schema
+from .columns import FILE_COLUMN, RECORD_FIELDS, BatchBuilder, record_schema
 from .execute import LegacyWalker
 from .options import ReadOptions
 from .storage import SegmentSource
 from .walk import DamagedRegion, RangeWalker, RecordRun, SegmentRange
 
+# A record as the data source reads it (without the file column), then what damage leaves.
 SEGMENT_RECORD = StructType(
-    [
-        StructField("log", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("index", LongType()),
-        StructField("asqn", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("payload", BinaryType()),
+    [field for field in RECORD_FIELDS if field.name != FILE_COLUMN]
+    + [
         StructField("error_class", StringType()),
         StructField("message", StringType()),
         StructField("bytes_skipped", LongType()),
