@@ -67,6 +67,7 @@ def _successor_path(directory: str, log: int) -> str:
 class _Ticket:
     payload: bytes
     asqn: int
+    appender: object = None  # the append call it belongs to: tickets of one append_many share it
     ref: Ref | None = None
     error: BaseException | None = None
     done: bool = False
@@ -136,7 +137,7 @@ class Writer:
         self._cond = threading.Condition()
         self._io_mutex = threading.Lock()
         self._pending: list[_Ticket] = []
-        self._last_batch = 0
+        self._last_batch_appenders = 0
         self._leader_active = False
         self._failed: BaseException | None = None
         self._closed = False
@@ -253,7 +254,9 @@ class Writer:
             )
 
     def _submit(self, tickets: list[_Ticket]) -> list[Ref]:
+        call = object()
         for ticket in tickets:
+            ticket.appender = call
             if len(ticket.payload) > MAX_PAYLOAD_SIZE:
                 raise PayloadTooLargeError(
                     f"payload of {len(ticket.payload)} bytes exceeds {MAX_PAYLOAD_SIZE}", path=self.directory
@@ -269,18 +272,19 @@ class Writer:
                 self._leader_active = True
                 try:
                     # In the group mode, wait to gather appenders. Otherwise, when
-                    # the last batch was shared, yield once: the appenders it
-                    # released re-queue within microseconds and join this batch,
-                    # where without the yield batches alternate between two halves.
+                    # the last batch was shared by several appenders, yield once:
+                    # those it released re-queue within microseconds and join this
+                    # batch, where without the yield batches alternate between two
+                    # halves. One appender alone (append_many included) never waits.
                     gather = self.group_delay if self.durability == "group" else 0.0
-                    if gather > 0 or self._last_batch > 1:
+                    if gather > 0 or self._last_batch_appenders > 1:
                         self._cond.release()
                         try:
                             time.sleep(gather)
                         finally:
                             self._cond.acquire()
                     batch, self._pending = self._pending, []
-                    self._last_batch = len(batch)
+                    self._last_batch_appenders = len({id(ticket.appender) for ticket in batch})
                     self._cond.release()
                     try:
                         self._commit(batch)
