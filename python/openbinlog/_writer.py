@@ -67,10 +67,26 @@ def _successor_path(directory: str, log: int) -> str:
 class _Ticket:
     payload: bytes
     asqn: int
-    appender: object = None  # the append call it belongs to: tickets of one append_many share it
     ref: Ref | None = None
     error: BaseException | None = None
     done: bool = False
+
+
+class _Call:
+    """One ``append`` or ``append_many`` call waiting in the queue, and the lock its thread sleeps on.
+
+    The leader releases ``wake`` when the call's records are committed, or
+    after setting ``lead`` when the call is to lead the next batch: each
+    waiting thread is woken once, by name, never by a broadcast.
+    """
+
+    __slots__ = ("lead", "tickets", "wake")
+
+    def __init__(self, tickets: list[_Ticket]) -> None:
+        self.tickets = tickets
+        self.lead = False
+        self.wake = threading.Lock()
+        self.wake.acquire()
 
 
 @dataclass
@@ -134,11 +150,15 @@ class Writer:
         self.backup_dir = None if backup_dir is None else os.fspath(backup_dir)
         self._fs: FileSystem = fs or OsFileSystem()
         self._clock_us = clock_us
-        self._cond = threading.Condition()
+        self._queue_mutex = threading.Lock()
+        self._arrivals = threading.Condition(self._queue_mutex)
+        self._idle = threading.Condition(self._queue_mutex)
         self._io_mutex = threading.Lock()
-        self._pending: list[_Ticket] = []
-        self._last_batch_appenders = 0
+        self._pending: list[_Call] = []
         self._leader_active = False
+        self._last_batch_calls = 0
+        self._last_commit_seconds = 0.0
+        self._gather_target = 0
         self._failed: BaseException | None = None
         self._closed = False
         self._segment: _OpenSegment | None = None
@@ -223,9 +243,9 @@ class Writer:
         return removed
 
     def close(self) -> None:
-        with self._cond:
+        with self._queue_mutex:
             while self._leader_active:
-                self._cond.wait()
+                self._idle.wait()
             if self._closed:
                 return
             self._closed = True
@@ -254,49 +274,100 @@ class Writer:
             )
 
     def _submit(self, tickets: list[_Ticket]) -> list[Ref]:
-        call = object()
         for ticket in tickets:
-            ticket.appender = call
             if len(ticket.payload) > MAX_PAYLOAD_SIZE:
                 raise PayloadTooLargeError(
                     f"payload of {len(ticket.payload)} bytes exceeds {MAX_PAYLOAD_SIZE}", path=self.directory
                 )
-        with self._cond:
+        call = _Call(tickets)
+        with self._queue_mutex:
             self._check_usable()
-            self._pending.extend(tickets)
-            last = tickets[-1]
-            while not last.done:
-                if self._leader_active:
-                    self._cond.wait()
-                    continue
-                self._leader_active = True
-                try:
-                    # In the group mode, wait to gather appenders. Otherwise, when
-                    # the last batch was shared by several appenders, yield once:
-                    # those it released re-queue within microseconds and join this
-                    # batch, where without the yield batches alternate between two
-                    # halves. One appender alone (append_many included) never waits.
-                    gather = self.group_delay if self.durability == "group" else 0.0
-                    if gather > 0 or self._last_batch_appenders > 1:
-                        self._cond.release()
-                        try:
-                            time.sleep(gather)
-                        finally:
-                            self._cond.acquire()
-                    batch, self._pending = self._pending, []
-                    self._last_batch_appenders = len({id(ticket.appender) for ticket in batch})
-                    self._cond.release()
-                    try:
-                        self._commit(batch)
-                    finally:
-                        self._cond.acquire()
-                finally:
-                    self._leader_active = False
-                    self._cond.notify_all()
+            self._pending.append(call)
+            if not self._leader_active:
+                self._leader_active = call.lead = True
+            elif 0 < self._gather_target <= len(self._pending):
+                self._arrivals.notify()
+        try:
+            if not call.lead:
+                call.wake.acquire()
+        except BaseException:
+            self._abandon(call)
+            raise
+        if call.lead:
+            self._lead(call)
         for ticket in tickets:
             if ticket.error is not None:
                 raise ticket.error
         return [ticket.ref for ticket in tickets if ticket.ref is not None]
+
+    def _lead(self, own: _Call) -> None:
+        """Commit everything queued as one batch, then wake its callers and hand on the lead."""
+        interrupted: BaseException | None = None
+        with self._queue_mutex:
+            try:
+                self._gather()
+            except BaseException as exc:  # an interrupt while gathering: commit the queue first
+                interrupted = exc
+            calls, self._pending = self._pending, []
+        try:
+            started = time.monotonic()
+            self._commit([ticket for call in calls for ticket in call.tickets])
+            self._last_commit_seconds = time.monotonic() - started
+        finally:
+            with self._queue_mutex:
+                self._last_batch_calls = len(calls)
+                self._hand_on_lead()
+            for call in calls:
+                if call is not own:
+                    call.wake.release()
+        if interrupted is not None:
+            raise interrupted
+
+    def _gather(self) -> None:
+        """Under the queue mutex: wait, for a bounded time, for more appends to join the batch.
+
+        The ``group`` mode waits ``group_delay``. Otherwise the leader waits
+        only when the last batch was shared by several calls, until as many
+        are queued again or as long as the last commit took: threads just
+        woken from the previous batch re-queue within that time, and without
+        the wait batches split into two halves that alternate, each with its
+        own sync. One appender alone never waits.
+        """
+        if self.durability == "group":
+            delay, target = self.group_delay, 0
+        elif self._last_batch_calls > 1:
+            delay, target = self._last_commit_seconds, self._last_batch_calls
+        else:
+            return
+        deadline = time.monotonic() + delay
+        self._gather_target = target
+        try:
+            while target == 0 or len(self._pending) < target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._arrivals.wait(left)
+        finally:
+            self._gather_target = 0
+
+    def _hand_on_lead(self) -> None:
+        """Under the queue mutex: the first queued call leads the next batch, or no one does."""
+        if self._pending:
+            successor = self._pending[0]
+            successor.lead = True
+            successor.wake.release()
+        else:
+            self._leader_active = False
+            self._idle.notify_all()
+
+    def _abandon(self, call: _Call) -> None:
+        """A waiting caller was interrupted: drop its records if still queued, and pass on a lead it was given."""
+        with self._queue_mutex:
+            if call in self._pending:
+                self._pending.remove(call)
+            if call.lead:
+                call.lead = False
+                self._hand_on_lead()
 
     def _commit(self, batch: list[_Ticket]) -> None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from openbinlog import (
     encode_record,
     recover,
 )
+from openbinlog._fs import OsFileSystem
 from openbinlog._segment import parse_header
 
 
@@ -275,3 +277,43 @@ def test_recovery_dry_run_predicts_what_recovery_does(log_dir: Path) -> None:
     assert segment(log_dir).read_bytes() == before  # a dry run changes nothing
     done = [(a.action, a.offset, a.bytes, a.records) for a in recover(log_dir)]
     assert predicted == done == [("truncate_tail", 256 + 41 + 41, 8, 0), ("adopt_records", 256 + 41, 0, 1)]
+
+
+class _GatedSyncs(OsFileSystem):
+    """Holds every ``fdatasync`` until the test opens the gate."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def fdatasync(self, fd: int) -> None:
+        self.entered.set()
+        assert self.gate.wait(30), "the test never opened the gate"
+        super().fdatasync(fd)
+
+
+def test_interrupted_waiting_append_leaves_the_queue_and_the_group_goes_on(log_dir: Path) -> None:
+    gated = _GatedSyncs()
+    gated.gate.set()
+    writer = Writer(log_dir, fs=gated)
+    gated.gate.clear()
+    gated.entered.clear()
+    leader = threading.Thread(target=writer.append, args=(b"first",), daemon=True)
+    leader.start()
+    assert gated.entered.wait(30)
+    main = threading.main_thread().ident
+    assert main is not None
+    interrupter = threading.Timer(0.2, signal.pthread_kill, args=(main, signal.SIGINT))
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        writer.append(b"interrupted")  # queued behind the leader's sync, then interrupted
+    interrupter.join()
+    gated.gate.set()
+    leader.join(30)
+    later = threading.Thread(target=writer.append, args=(b"later",), daemon=True)
+    later.start()
+    later.join(30)
+    # Closing waits for the group, so it is only safe once the appenders are known to be done.
+    assert not leader.is_alive() and not later.is_alive(), "the group stalled after an interrupted append"
+    writer.close()
+    assert [entry.payload for entry in read_entries(log_dir)] == [b"first", b"later"]
