@@ -45,7 +45,24 @@ WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "read_memory": read_memory_worker,
     "spark": spark_worker,
 }
-ORDER = ("W1", "W2", "W3", "W4", "W4.floor", "R1", "R1.codec", "R2", "R3", "F1", "F1.p99", "M1", "C1", "C2")
+ORDER = (
+    "W1",
+    "W1.space",
+    "W2",
+    "W3",
+    "W4",
+    "W4.floor",
+    "R1",
+    "R1.codec",
+    "R1.floor",
+    "R2",
+    "R3",
+    "F1",
+    "F1.p99",
+    "M1",
+    "C1",
+    "C2",
+)
 
 
 def progress(message: str, started: float) -> None:

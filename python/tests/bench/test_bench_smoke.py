@@ -49,8 +49,8 @@ def test_tiny_run_reports_every_bar_with_its_ratio_in_json_text_and_markdown(tmp
         expected = verdict or {True: "PASS", False: "BELOW", None: "info"}[row["passed"]]
         assert expected in table
     bar_lines = [line for line in table.splitlines() if re.match(r"(W[1-4]|R1)  ", line)]
-    assert len(bar_lines) == 12 and all(re.search(r"\d\.\d\dx +>= \S+x +(PASS|BELOW)", line) for line in bar_lines)
+    assert len(bar_lines) == 16 and all(re.search(r"\d\.\d\dx +>= \S+x +(PASS|BELOW)", line) for line in bar_lines)
     markdown = (tmp_path / "README-table.md").read_text()
-    assert markdown.count("\n| W1 |") == 4 and "| R2 |" in markdown
+    assert markdown.count("\n| W1 |") == 8 and "| R2 |" in markdown
     assert (tmp_path / "throughput-recovery.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (tmp_path / "work").exists()
