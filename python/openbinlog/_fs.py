@@ -70,7 +70,11 @@ class OsFileSystem:
         return os.pread(fd, size, offset)
 
     def pwrite(self, fd: int, data: bytes, offset: int) -> None:
-        view = memoryview(data)
+        written = os.pwrite(fd, data, offset)
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
+        offset += written
         while view:
             written = os.pwrite(fd, view, offset)
             if written == 0:

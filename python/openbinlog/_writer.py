@@ -96,6 +96,43 @@ class _OpenSegment:
     fd: int
     header: SegmentHeaderInfo
     tail_checked: bool = False
+    # The header bytes as this writer last read or wrote them, and their commit state: when a
+    # commit finds the same bytes, no other writer has committed since, and decoding is skipped.
+    header_image: bytes = b""
+    image_commit: CommitState | None = None
+
+
+class _DirectoryLock:
+    """The writer's in-process mutex and the lock on ``LOCK``, taken and released together.
+
+    A plain class rather than a generator context manager: it is entered once per commit.
+    """
+
+    __slots__ = ("_writer",)
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+
+    def __enter__(self) -> None:
+        writer = self._writer
+        writer._io_mutex.acquire()
+        try:
+            writer._fs.lock(writer._lock_fd)
+        except OSError as exc:
+            writer._io_mutex.release()
+            raise BinlogIOError(f"cannot lock the log: {exc.strerror}", path=writer.directory) from exc
+        except BaseException:
+            writer._io_mutex.release()
+            raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        writer = self._writer
+        try:
+            writer._fs.unlock(writer._lock_fd)
+        finally:
+            writer._io_mutex.release()
 
 
 @dataclass
@@ -154,8 +191,10 @@ class Writer:
         self._arrivals = threading.Condition(self._queue_mutex)
         self._idle = threading.Condition(self._queue_mutex)
         self._io_mutex = threading.Lock()
+        self._directory_lock = _DirectoryLock(self)
         self._pending: list[_Call] = []
         self._leader_active = False
+        self._closing = False  # close() is waiting for the group to go idle
         self._last_batch_calls = 0
         self._last_commit_seconds = 0.0
         self._gather_target = 0
@@ -244,6 +283,7 @@ class Writer:
 
     def close(self) -> None:
         with self._queue_mutex:
+            self._closing = True
             while self._leader_active:
                 self._idle.wait()
             if self._closed:
@@ -358,7 +398,8 @@ class Writer:
             successor.wake.release()
         else:
             self._leader_active = False
-            self._idle.notify_all()
+            if self._closing:
+                self._idle.notify_all()
 
     def _abandon(self, call: _Call) -> None:
         """A waiting caller was interrupted: drop its records if still queued, and pass on a lead it was given."""
@@ -484,17 +525,8 @@ class Writer:
         except OSError as exc:
             raise BinlogIOError(f"{what}: {exc}", path=getattr(exc, "filename", None) or self.directory) from exc
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._io_mutex:
-            try:
-                self._fs.lock(self._lock_fd)
-            except OSError as exc:
-                raise BinlogIOError(f"cannot lock the log: {exc.strerror}", path=self.directory) from exc
-            try:
-                yield
-            finally:
-                self._fs.unlock(self._lock_fd)
+    def _locked(self) -> _DirectoryLock:
+        return self._directory_lock
 
     def _release_files(self) -> None:
         if self._segment is not None:
@@ -509,16 +541,22 @@ class Writer:
 
     def _read_commit(self, segment: _OpenSegment) -> CommitState:
         data = self._fs.pread(segment.fd, HEADER_SIZE, 0)
+        if data == segment.header_image and segment.image_commit is not None:
+            return segment.image_commit
         try:
-            return active_commit(data, base_index=segment.header.base_index, log=segment.log)
+            commit = active_commit(data, base_index=segment.header.base_index, log=segment.log)
         except BinlogError as exc:
             raise exc.located(path=segment.path) from None
+        segment.header_image, segment.image_commit = data, commit
+        return commit
 
     def _publish(self, segment: _OpenSegment, commit: CommitState) -> None:
-        at, raw = encode_slot(commit)
-        self._fs.pwrite(segment.fd, raw, at)
-        at, raw = encode_mirror(commit, segment.log)
-        self._fs.pwrite(segment.fd, raw, at)
+        image = bytearray(segment.header_image)
+        for at, raw in (encode_slot(commit), encode_mirror(commit, segment.log)):
+            self._fs.pwrite(segment.fd, raw, at)
+            image[at : at + len(raw)] = raw
+        if len(image) == HEADER_SIZE:
+            segment.header_image, segment.image_commit = bytes(image), commit
         if self.durability == "strict":
             self._fs.fdatasync(segment.fd)
 
