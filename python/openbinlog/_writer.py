@@ -330,18 +330,22 @@ class Writer:
         try:
             if not call.lead:
                 call.wake.acquire()
+            if call.lead:
+                self._lead(call)
         except BaseException:
             self._abandon(call)
             raise
-        if call.lead:
-            self._lead(call)
         for ticket in tickets:
             if ticket.error is not None:
                 raise ticket.error
         return [ticket.ref for ticket in tickets if ticket.ref is not None]
 
     def _lead(self, own: _Call) -> None:
-        """Commit everything queued as one batch, then wake its callers and hand on the lead."""
+        """Commit everything queued as one batch, then wake its callers and hand on the lead.
+
+        ``own.lead`` stays set until the lead is handed on, so that an
+        interrupted leader's ``_abandon`` knows whether it still has to.
+        """
         interrupted: BaseException | None = None
         with self._queue_mutex:
             try:
@@ -356,6 +360,7 @@ class Writer:
         finally:
             with self._queue_mutex:
                 self._last_batch_calls = len(calls)
+                own.lead = False
                 self._hand_on_lead()
             for call in calls:
                 if call is not own:
@@ -402,7 +407,7 @@ class Writer:
                 self._idle.notify_all()
 
     def _abandon(self, call: _Call) -> None:
-        """A waiting caller was interrupted: drop its records if still queued, and pass on a lead it was given."""
+        """A caller was interrupted: drop its records if still queued, and pass on a lead it still holds."""
         with self._queue_mutex:
             if call in self._pending:
                 self._pending.remove(call)
