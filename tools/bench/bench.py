@@ -52,6 +52,7 @@ ORDER = (
     "W3",
     "W4",
     "W4.floor",
+    "W4.encode",
     "R1",
     "R1.codec",
     "R1.floor",

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openbinlog import Writer
+from openbinlog import Writer, encode_record
 
 from .logs import BuiltLog, payloads, record_bytes
 from .measure import Row, Variant, compared, interleaved_rates
@@ -107,6 +107,18 @@ def protocol_syscalls(file: BaselineFile, record: bytes, lock_fd: int) -> Callab
         fcntl.lockf(lock_fd, fcntl.LOCK_UN)
 
     return lambda count: _timed(commit, count)
+
+
+def record_encoding(pool: list[bytes]) -> Callable[[int], float]:
+    """Encoding one checked record (header, both CRC32C values) per append, and nothing else."""
+
+    def run(count: int) -> float:
+        start = time.perf_counter()
+        for i in range(count):
+            encode_record(i + 1, pool[i % len(pool)])
+        return time.perf_counter() - start
+
+    return run
 
 
 def writer_appends(writer: Writer, pool: list[bytes]) -> Callable[[int], float]:
@@ -255,11 +267,12 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         with Writer(log.path, durability="os", verify_on_open=False) as writer:
-            w4, writes, floor = interleaved_rates(
+            w4, writes, floor, encoding = interleaved_rates(
                 [
                     Variant(writer_appends(writer, pool), plan.buffered_appends),
                     Variant(bare_write(bare_file, record), plan.buffered_appends),
                     Variant(protocol_syscalls(floor_file, record, lock_fd), plan.buffered_appends),
+                    Variant(record_encoding(pool), plan.buffered_appends),
                 ],
                 rounds=plan.rounds,
                 repeats=plan.repeats,
@@ -274,4 +287,8 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     row = Row("W4.floor", "the system calls of an os-mode commit alone", "appends/s", **where, versus="bare os.write")
     row.note = "the ceiling of W4 for any implementation of the commit protocol of spec 6.2"
     rows.append(compared(row, floor, writes))
+    row = Row("W4.encode", "encoding a checked record alone, no system call", "appends/s", **where)
+    row.versus = "bare os.write"
+    row.note = "encode_record alone: what an append would cost if its writes were free"
+    rows.append(compared(row, encoding, writes))
     return rows
