@@ -28,7 +28,7 @@ from ._segment_file import (
     find_segment,
     is_last_blank,
     list_segments,
-    next_entry,
+    next_entries,
     segment_end,
 )
 from ._wake import ChangeWaiter
@@ -94,7 +94,8 @@ class _Cursor:
     def limit(self) -> int:
         raise NotImplementedError
 
-    def next(self) -> Entry | None:
+    def next_batch(self) -> list[Entry]:
+        """The next committed entries, in order; none at the end of the committed records for now."""
         raise NotImplementedError
 
     def extend(self, limit: int) -> None:
@@ -140,12 +141,12 @@ class _Version2Cursor(_Cursor):
     def extend(self, limit: int) -> None:
         self._decoder.limit = limit
 
-    def next(self) -> Entry | None:
+    def next_batch(self) -> list[Entry]:
         try:
-            entry, self._fed = next_entry(self._decoder, self.segment.read, fed=self._fed, end=self.limit)
+            entries, self._fed = next_entries(self._decoder, self.segment.read, fed=self._fed, end=self.limit)
         except BinlogError as exc:
             raise exc.located(path=self.segment.path) from None
-        return entry
+        return entries
 
 
 class _LegacyCursor(_Cursor):
@@ -156,7 +157,7 @@ class _LegacyCursor(_Cursor):
         self._offset = offset
         self._next_index = next_index
         self._tail = header.tail
-        self._buffered: deque[Entry] = deque()
+        self._buffered: list[Entry] = []
         self._pending: BinlogError | None = None
 
     @property
@@ -183,19 +184,18 @@ class _LegacyCursor(_Cursor):
         self.final = True
         return skipped
 
-    def next(self) -> Entry | None:
+    def next_batch(self) -> list[Entry]:
         if not self._buffered:
             if self._pending is not None:
                 error, self._pending = self._pending, None
                 raise error
             if self._offset < self._tail:
                 self._fill()
-        if not self._buffered:
-            return None
-        entry = self._buffered.popleft()
-        self._offset = entry.offset + entry.size
-        self._next_index = entry.index + 1
-        return entry
+        entries, self._buffered = self._buffered, []
+        if entries:
+            self._offset = entries[-1].offset + entries[-1].size
+            self._next_index = entries[-1].index + 1
+        return entries
 
     def _keep_or_raise(self, error: BinlogError) -> None:
         """Raise now, or after the records decoded before the damage have been returned (R-9)."""
@@ -272,7 +272,7 @@ class Reader:
         self.tolerant = tolerant
         self.damage: list[Damage] = []
         self._cursor: _Cursor | None = None
-        self._peeked: Entry | None = None
+        self._ready: list[Entry] = []  # decoded, not returned yet; the next one last
         self._ended = False
         self._closed = False
         self._waiter: ChangeWaiter | None = None
@@ -289,11 +289,12 @@ class Reader:
         return self
 
     def __next__(self) -> Entry:
-        entry = self._peek()
-        if entry is None:
+        ready = self._ready
+        if ready:
+            return ready.pop()
+        if self._peek() is None:
             raise StopIteration
-        self._peeked = None
-        return entry
+        return self._ready.pop()
 
     def has_next(self, timeout: float = 0.0) -> bool:
         """True when a committed record is ready, waiting up to ``timeout`` seconds."""
@@ -322,8 +323,8 @@ class Reader:
     @property
     def position(self) -> Ref | None:
         """The ref the next record will have, when known."""
-        if self._peeked is not None:
-            return self._peeked.ref
+        if self._ready:
+            return self._ready[-1].ref
         if self._cursor is None:
             return None
         return Ref(self._cursor.segment.log, self._cursor.offset, self._cursor.next_index)
@@ -335,6 +336,7 @@ class Reader:
         if self._cursor is not None:
             self._cursor.segment.close()
             self._cursor = None
+        self._ready = []
         self._closed = True
 
     def __enter__(self) -> Reader:
@@ -408,7 +410,7 @@ class Reader:
                     segment, header, offset=ref.offset, next_index=ref.index, last_asqn=NO_ASQN, limit=limit
                 )
             try:
-                entry = cursor.next()
+                entries = cursor.next_batch()
             except BinlogError as exc:
                 raise InvalidRefError(
                     f"ref {ref} does not name a valid record: {exc.message}",
@@ -417,12 +419,11 @@ class Reader:
                     offset=ref.offset,
                     index=ref.index,
                 ) from exc
-            if entry is None or entry.offset != ref.offset:
+            if not entries or entries[0].offset != ref.offset:
                 raise InvalidRefError(
                     f"ref {ref} names no data record", path=segment.path, log=ref.log, offset=ref.offset
                 )
-            if inclusive:
-                self._peeked = entry
+            self._ready = entries[::-1] if inclusive else entries[:0:-1]
             return cursor
         except BaseException:
             segment.close()
@@ -433,24 +434,25 @@ class Reader:
     def _peek(self) -> Entry | None:
         if self._closed:
             raise BinlogError("reader is closed", path=self.directory)
-        while self._peeked is None:
+        while not self._ready:
             if self._cursor is None:
                 self._cursor = self._first_cursor()
                 if self._cursor is None:
                     return None
             try:
-                entry = self._cursor.next()
+                entries = self._cursor.next_batch()
             except (CorruptionError, UnsupportedFeatureError) as exc:
                 if not self.tolerant:
                     raise
                 self._skip_damage(exc)
                 continue
-            if entry is not None:
-                self._peeked = entry
+            if entries:
+                entries.reverse()
+                self._ready = entries
                 break
             if not self._advance():
                 return None
-        return self._peeked
+        return self._ready[-1]
 
     def _advance(self) -> bool:
         """At the end of the cursor's committed records: extend, move on, or report the end."""

@@ -18,7 +18,7 @@ from typing import IO
 import zstandard
 
 from ._format import COMPRESSED_SUFFIXES, HEADER_SIZE, SEGMENT_NAME, SLOT_OFFSETS, segment_name
-from ._records import Entry, RecordDecoder, TailStop
+from ._records import BATCH_ENTRIES, Entry, RecordDecoder, TailStop
 from ._segment import (
     CommitState,
     LegacyHeaderInfo,
@@ -80,20 +80,22 @@ def _decompressed(path: str) -> IO[bytes]:
     return spill
 
 
-def next_entry(decoder: RecordDecoder, read_at: ReadAt, *, fed: int, end: int) -> tuple[Entry | None, int]:
-    """Feed ``decoder`` from ``read_at`` (bytes ``fed`` to ``end``) until it yields an entry or is done.
+def next_entries(
+    decoder: RecordDecoder, read_at: ReadAt, *, fed: int, end: int, most: int = BATCH_ENTRIES
+) -> tuple[list[Entry], int]:
+    """The next entries (up to ``most``), fed from ``read_at`` (bytes ``fed`` to ``end``) as needed.
 
-    Returns the entry (None when the walk is over for now) and how far the
+    Returns the entries (none when the walk is over for now) and how far the
     file has been fed. Reads are large and bounded by ``end``: memory stays
     proportional to the bytes actually present.
     """
     while True:
-        entry = next(decoder, None)
-        if entry is not None or decoder.done:
-            return entry, fed
+        entries = decoder.next_batch(most)
+        if entries or decoder.done:
+            return entries, fed
         if fed >= end:
             if decoder.input_ended:
-                return None, fed
+                return entries, fed
             decoder.end_of_input()
             continue
         data = read_at(fed, min(max(decoder.wanted(), READ_CHUNK), end - fed))
@@ -143,11 +145,14 @@ def scan_tail(
     records = 0
     last_timestamp = commit.last_timestamp_us
     while stop_before_index is None or decoder.next_index < stop_before_index:
-        entry, fed = next_entry(decoder, read_at, fed=fed, end=file_size)
-        if entry is None:
+        most = (
+            BATCH_ENTRIES if stop_before_index is None else min(BATCH_ENTRIES, stop_before_index - decoder.next_index)
+        )
+        entries, fed = next_entries(decoder, read_at, fed=fed, end=file_size, most=most)
+        if not entries:
             break
-        records += 1
-        last_timestamp = entry.timestamp_us if entry.timestamp_us is not None else last_timestamp
+        records += len(entries)
+        last_timestamp = entries[-1].timestamp_us if entries[-1].timestamp_us is not None else last_timestamp
     stop = decoder.stop or TailStop(decoder.offset, "successor")
     return TailScan(
         commit_offset=commit.commit_offset,

@@ -9,7 +9,7 @@ from ._crc import masked_crc32c
 from ._format import FRAME_DATA, HEADER_SIZE, MIN_RECORD_LENGTH, NO_ASQN, RECORD_HEADER, RECORD_HEADER_SIZE
 from ._records import Entry, RecordDecoder
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, next_entry, segment_end
+from ._segment_file import SegmentFile, next_entries, segment_end
 from .errors import BinlogError, UnsupportedVersionError
 
 SCAN_WINDOW = 1 << 20
@@ -73,9 +73,12 @@ def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: in
         fed = first
         while True:
             try:
-                entry, fed = next_entry(decoder, segment.read, fed=fed, end=end)
+                entries, fed = next_entries(decoder, segment.read, fed=fed, end=end)
             except BinlogError as exc:
                 raise exc.located(path=segment.path) from None
-            if entry is None or entry.offset >= stop:
+            if not entries:
                 return
-            yield entry
+            for entry in entries:
+                if entry.offset >= stop:
+                    return
+                yield entry

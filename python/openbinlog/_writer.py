@@ -35,7 +35,7 @@ from ._segment import (
     is_blank_header,
     parse_header,
 )
-from ._segment_file import SegmentFile, TailScan, list_segments, next_entry, scan_tail
+from ._segment_file import SegmentFile, TailScan, list_segments, next_entries, scan_tail
 from .errors import (
     AsqnOrderError,
     BinlogError,
@@ -653,10 +653,10 @@ class Writer:
         try:
             fed = HEADER_SIZE
             while True:
-                entry, fed = next_entry(
+                entries, fed = next_entries(
                     decoder, lambda at, size: self._fs.pread(segment.fd, size, at), fed=fed, end=commit.commit_offset
                 )
-                if entry is None:
+                if not entries:
                     break
         except BinlogError as exc:
             raise exc.located(path=segment.path) from None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logtools import (
     FaultyFileSystem,
     assert_read_only,
@@ -19,8 +21,9 @@ from logtools import (
 )
 from strategies import indexes, log_numbers, offsets
 
-from openbinlog import ChecksumMismatchError, InvalidRefError, NotALogError, Reader, Ref, Writer
+from openbinlog import BinlogError, ChecksumMismatchError, InvalidRefError, NotALogError, Reader, Ref, Writer
 from openbinlog._fs import OsFileSystem
+from openbinlog._records import BATCH_ENTRIES
 
 
 @pytest.mark.spec("R-15", "R-2")
@@ -190,3 +193,59 @@ def test_tolerant_skip_to_a_file_shorter_than_its_commit_point_counts_the_bytes_
         assert [e.payload for e in reader] == [b"one"]
         damage = reader.damage
     assert [(d.error_class, d.offset, d.bytes_skipped) for d in damage] == [("truncated", 299, 17)]
+
+
+MANY = 2 * BATCH_ENTRIES + 3  # records enough for several batches, and a partial one
+
+
+def write_many(directory: Path) -> list[bytes]:
+    """``MANY`` payloads of assorted sizes (some empty), with a cutover a third of the way through."""
+    payloads = [bytes([n % 251]) * (n % 97) for n in range(MANY)]
+    with Writer(directory, durability="os") as writer:
+        writer.append_many(payloads[: MANY // 3])
+        writer.cutover()
+        writer.append_many(payloads[MANY // 3 :])
+    return payloads
+
+
+def test_position_names_the_next_record_while_decoded_records_wait(log_dir: Path) -> None:
+    payloads = write_many(log_dir)
+    refs = [entry.ref for entry in read_entries(log_dir)]
+    with Reader(log_dir) as reader:
+        for n, ref in enumerate(refs):
+            assert reader.has_next()
+            assert reader.position == ref
+            entry = next(reader)
+            assert (entry.ref, entry.payload) == (ref, payloads[n])
+        assert not reader.has_next()
+    assert len(refs) == MANY and [ref.index for ref in refs] == list(range(1, MANY + 1))
+
+
+def test_closed_reader_returns_none_of_the_records_it_had_decoded(log_dir: Path) -> None:
+    write_many(log_dir)
+    reader = Reader(log_dir)
+    next(reader)
+    reader.close()
+    with pytest.raises(BinlogError, match="closed"):
+        next(reader)
+
+
+@pytest.mark.spec("R-9", "R-25", "R-32")
+@settings(max_examples=25)
+@given(damaged=st.integers(min_value=0, max_value=MANY - 1), bit=st.integers(min_value=0, max_value=7))
+def test_payload_damage_anywhere_in_a_batch_stops_or_is_skipped_at_that_record(damaged: int, bit: int) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch) / "log"
+        payloads = write_many(directory)
+        clean = read_entries(directory)
+        target = clean[damaged]
+        if not target.payload:
+            target = next(entry for entry in clean[damaged:] + clean if entry.payload)
+        flip_bit(segment(directory, target.log), target.offset + 40 + len(target.payload) // 2, bit)
+        got: list[bytes] = []
+        with Reader(directory) as reader, pytest.raises(ChecksumMismatchError) as caught:
+            got.extend(entry.payload for entry in reader)
+        assert got == payloads[: target.index - 1]
+        assert (caught.value.log, caught.value.offset, caught.value.index) == (target.log, target.offset, target.index)
+        tolerant = read_entries(directory, tolerant=True)
+        assert [entry.ref for entry in tolerant] == [entry.ref for entry in clean if entry != target]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import tracemalloc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 from hypothesis import given
@@ -13,6 +13,7 @@ from strategies import payloads, small_payloads
 
 from openbinlog import (
     AsqnNotIncreasingError,
+    BinlogError,
     ChecksumMismatchError,
     Entry,
     IndexDiscontinuityError,
@@ -23,7 +24,7 @@ from openbinlog import (
     encode_record,
 )
 from openbinlog._crc import masked_crc32c
-from openbinlog._records import find_next_record
+from openbinlog._records import BATCH_ENTRIES, find_next_record
 
 START = 256
 
@@ -43,6 +44,16 @@ def decode(data: bytes, *, limit: int | None, pieces: int | None = None) -> tupl
     decoder.end_of_input()
     out.extend(decoder)
     return out, decoder
+
+
+def in_batches(decoder: RecordDecoder, most: int = BATCH_ENTRIES) -> Iterator[Entry]:
+    """The entries the decoder can return now, taken from it in batches of at most ``most``."""
+    while batch := decoder.next_batch(most):
+        assert len(batch) <= most
+        yield from batch
+
+
+TAKE = pytest.mark.parametrize("take", [iter, in_batches], ids=["one by one", "in batches"])
 
 
 def reforge(record: bytes, **changes: int) -> bytes:
@@ -148,8 +159,11 @@ def test_garbage_length_fails_the_header_checksum_before_it_is_used() -> None:
         ({"index": 5}, IndexDiscontinuityError),
     ],
 )
+@TAKE
 @pytest.mark.spec("R-8", "R-31", "R-32")
-def test_committed_record_defect_gets_its_error_class(damage: dict[str, int], error: type[Exception]) -> None:
+def test_committed_record_defect_gets_its_error_class(
+    damage: dict[str, int], error: type[BinlogError], take: Callable[[RecordDecoder], Iterator[Entry]]
+) -> None:
     good = encode_record(1, b"first")
     bad = reforge(encode_record(2, b"second"), **damage)
     data = good + bad
@@ -158,7 +172,7 @@ def test_committed_record_defect_gets_its_error_class(damage: dict[str, int], er
         decoder = RecordDecoder(log=3, offset=START, next_index=1, limit=START + len(data))
         decoder.feed(data)
         decoder.end_of_input()
-        out.extend(decoder)
+        out.extend(take(decoder))
     assert [e.payload for e in out] == [b"first"]
     assert (caught.value.log, caught.value.offset, caught.value.index) == (3, START + len(good), 2)
 
@@ -208,7 +222,10 @@ def test_resync_refuses_records_older_than_the_expected_index() -> None:
 
 
 @pytest.mark.spec("R-14")
-def test_random_bit_flips_in_committed_data_never_pass_silently() -> None:
+@TAKE
+def test_random_bit_flips_in_committed_data_never_pass_silently(
+    take: Callable[[RecordDecoder], Iterator[Entry]],
+) -> None:
     rng = random.Random(1)
     base = records([bytes([n]) * n for n in range(1, 30)])
     for _ in range(300):
@@ -218,4 +235,32 @@ def test_random_bit_flips_in_committed_data_never_pass_silently() -> None:
         decoder.feed(bytes(data))
         decoder.end_of_input()
         with pytest.raises((ChecksumMismatchError, LengthOutOfRangeError, TruncatedError, UnsupportedFeatureError)):
-            list(decoder)
+            list(take(decoder))
+
+
+@pytest.mark.spec("R-9", "R-32")
+def test_batch_holds_the_records_before_a_bad_checksum_and_the_next_call_raises_it() -> None:
+    data = bytearray(records([b"one", b"two", b"three", b"four"]))
+    third = 2 * len(encode_record(1, b"one"))
+    data[third + 41] ^= 0x04
+    decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=START + len(data))
+    decoder.feed(bytes(data))
+    assert [e.payload for e in decoder.next_batch()] == [b"one", b"two"]
+    assert (decoder.offset, decoder.next_index) == (START + third, 3)
+    with pytest.raises(ChecksumMismatchError) as caught:
+        decoder.next_batch()
+    assert (caught.value.offset, caught.value.index) == (START + third, 3)
+
+
+@pytest.mark.spec("R-15")
+def test_batch_stops_at_the_commit_point_and_goes_on_when_it_moves() -> None:
+    data = records([b"a", b"b", b"c", b"d"])
+    size = len(encode_record(1, b"a"))
+    decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=START + 3 * size)
+    decoder.feed(data)  # the bytes past the commit point are not taken in
+    assert [e.payload for e in decoder.next_batch(2)] == [b"a", b"b"]
+    assert [e.payload for e in decoder.next_batch(2)] == [b"c"]
+    assert decoder.next_batch() == [] and decoder.done
+    decoder.limit = START + len(data)
+    decoder.feed(data[3 * size :])
+    assert [e.payload for e in decoder.next_batch()] == [b"d"]

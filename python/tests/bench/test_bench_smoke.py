@@ -40,6 +40,15 @@ def test_tiny_run_reports_every_bar_with_its_ratio_in_json_text_and_markdown(tmp
                 assert row["passed"] is None and row["ratio"] is None
     # Spark is left out of the tiny mode: reported as not run, with the reason, never dropped.
     assert all(row["status"] == "not run: tiny mode" for row in rows if row["id"] in ("R2", "R3"))
+    # R1's info rows: the codec alone and the checksum floor, with a ratio and no bar.
+    info = [row for row in rows if row["id"] in ("R1.codec", "R1.floor")]
+    assert sorted((row["id"], row["record_size"]) for row in info) == [
+        ("R1.codec", 200),
+        ("R1.codec", 1024),
+        ("R1.floor", 200),
+        ("R1.floor", 1024),
+    ]
+    assert all(row["bar"] is None and row["passed"] is None and row["ratio"] > 0 for row in info)
     recovery = [row for row in rows if row["id"] == "C1"]
     assert recovery and all(row["figure"] > 0 and row["unit"] == "ms" for row in recovery)
 
