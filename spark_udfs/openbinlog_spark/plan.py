@@ -10,7 +10,7 @@ damage, so every mode treats it the same way.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -157,32 +157,26 @@ def _issue(error: BinlogError, file: str, *, file_level: bool, skipped: int, val
     return IssueItem(Damage.from_error(error, bytes_skipped=skipped, next_index=None), file, file_level, values)
 
 
-def _split(facts: SegmentFacts, max_split: int, values: dict[str, Any]) -> list[RangeItem]:
-    """Equal byte ranges of the segment's committed bytes, each at most ``max_split`` long."""
+def _whole(facts: SegmentFacts, values: dict[str, Any]) -> RangeItem:
+    """The segment's committed bytes as one range; ``cut`` may split it."""
     header = facts.version2
     assert header is not None
-    end = min(facts.end, facts.file_size)
-    pieces = 1 if facts.file.compression else max(1, math.ceil((end - HEADER_SIZE) / max_split))
-    bounds = [HEADER_SIZE + (end - HEADER_SIZE) * number // pieces for number in range(pieces)] + [facts.end]
-    return [
-        RangeItem(
-            facts.file,
-            SegmentRange(
-                log=header.log,
-                base_index=header.base_index,
-                segment_end=facts.end,
-                file_size=facts.file_size,
-                start=bounds[number],
-                stop=bounds[number + 1],
-                exact_start=number == 0,
-                exact_stop=number == pieces - 1,
-                start_index=header.base_index,
-                start_asqn=facts.start_asqn,
-            ),
-            values,
-        )
-        for number in range(pieces)
-    ]
+    return RangeItem(
+        facts.file,
+        SegmentRange(
+            log=header.log,
+            base_index=header.base_index,
+            segment_end=facts.end,
+            file_size=facts.file_size,
+            start=HEADER_SIZE,
+            stop=facts.end,
+            exact_start=True,
+            exact_stop=True,
+            start_index=header.base_index,
+            start_asqn=facts.start_asqn,
+        ),
+        values,
+    )
 
 
 def plan_log(
@@ -192,7 +186,6 @@ def plan_log(
     options: ReadOptions,
     values: Callable[[SegmentFile], dict[str, Any]],
     keep: Callable[[SegmentFacts], bool],
-    max_split: int,
 ) -> list[Item]:
     """The items of one log directory, with its chain checked (spec 8.6)."""
     # A blank segment without a successor never held a record (spec 3.5, R-7).
@@ -265,7 +258,7 @@ def plan_log(
             flush_legacy()
             expected = facts.end_index
             if keep(facts) and min(facts.end, facts.file_size) > HEADER_SIZE:
-                items.extend(_split(facts, max_split, values(facts.file)))
+                items.append(_whole(facts, values(facts.file)))
         previous = facts
     flush_legacy()
     return items
@@ -285,27 +278,71 @@ def plan_read(
     for facts in read:
         if facts is not None:
             logs[facts.file.directory].setdefault(facts.file.log, facts)  # .dat sorts before .dat.gz
-    total = sum(facts.file.size for facts in read if facts is not None)
-    max_split = min(options.max_partition_bytes, max(options.open_cost, total // options.min_partitions))
     items: list[Item] = []
     for directory in sorted(logs):
-        items.extend(plan_log(storage, logs[directory], options=options, values=values, keep=keep, max_split=max_split))
+        items.extend(plan_log(storage, logs[directory], options=options, values=values, keep=keep))
     if not options.report and options.ignore_corrupt:
         items = [item for item in items if not (isinstance(item, IssueItem) and item.file_level)]
-    return pack(items, max_split, options.open_cost)
+    return cut(items, options)
 
 
-def pack(items: Sequence[Item], max_split: int, open_cost: int) -> list[BinlogPartition]:
-    """Next-fit decreasing, as Spark's FilePartition.getFilePartitions packs file splits."""
-    partitions: list[BinlogPartition] = []
-    current: list[Item] = []
-    size = 0
-    for item in sorted(items, key=lambda item: item.weight, reverse=True):
-        if current and size + item.weight > max_split:
-            partitions.append(BinlogPartition(current))
-            current, size = [], 0
-        current.append(item)
-        size += item.weight + open_cost
-    if current:
-        partitions.append(BinlogPartition(current))
-    return partitions
+def _cost(item: Item, open_cost: int) -> int:
+    """What an item weighs in a task: its bytes, and at least the cost of opening a file."""
+    return max(item.weight, open_cost) if item.weight else 0
+
+
+def _piece(item: RangeItem, start: int, stop: int) -> RangeItem:
+    whole = item.range
+    span = dataclasses.replace(
+        whole,
+        start=start,
+        stop=stop,
+        exact_start=whole.exact_start and start == whole.start,
+        exact_stop=whole.exact_stop and stop == whole.stop,
+    )
+    return RangeItem(item.file, span, item.partition_values)
+
+
+def task_count(total: int, options: ReadOptions) -> int:
+    """Spark's rule for files: tasks of at most ``maxPartitionBytes``, and ``minPartitions`` of them
+    as long as each still weighs ``openCostInBytes``."""
+    open_cost = max(options.open_cost, 1)
+    return max(1, -(-total // max(options.max_partition_bytes, 1)), min(options.min_partitions, total // open_cost))
+
+
+def cut(items: Sequence[Item], options: ReadOptions) -> list[BinlogPartition]:
+    """The items laid end to end in log order, cut into tasks of equal cost.
+
+    A cut that falls inside an uncompressed segment of at least
+    ``openCostInBytes`` splits it into byte ranges there (the range after the
+    cut starts at the next record boundary, spec 10.5); any other item goes
+    whole to the task in which it starts. Equal tasks, rather than Spark's
+    packing of split files, keep every core busy to the end: a log of one
+    and a half segments on two cores is two tasks, not three.
+    """
+    open_cost = max(options.open_cost, 1)
+    total = sum(_cost(item, open_cost) for item in items)
+    tasks = task_count(total, options)
+    partitions: list[list[Item]] = [[] for _ in range(tasks)]
+    task, position = 0, 0
+
+    def task_end(number: int) -> int:
+        return (number + 1) * total // tasks
+
+    for item in items:
+        cost = _cost(item, open_cost)
+        while task < tasks - 1 and task_end(task) <= position:
+            task += 1
+        if isinstance(item, RangeItem) and item.file.compression is None and item.weight >= open_cost:
+            start, end = item.range.start, min(item.range.stop, item.range.readable_end)
+            while task < tasks - 1 and task_end(task) < position + cost:
+                at = item.range.start + (task_end(task) - position) * (end - item.range.start) // cost
+                if at > start:
+                    partitions[task].append(_piece(item, start, at))
+                    start = at
+                task += 1
+            partitions[task].append(_piece(item, start, item.range.stop))
+        else:
+            partitions[task].append(item)
+        position += cost
+    return [BinlogPartition(chosen) for chosen in partitions if chosen]

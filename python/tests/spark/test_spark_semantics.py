@@ -253,6 +253,24 @@ def test_split_size_does_not_change_the_rows(tmp_path: Path, kind: str, splits: 
     assert split[:2] == whole[:2]
 
 
+@pytest.mark.parametrize("cores", [1, 2, 3])
+def test_one_and_a_half_segments_make_one_equal_task_per_core(tmp_path: Path, cores: int) -> None:
+    directory = tmp_path / "log"
+    with Writer(directory, durability="os", max_segment_bytes=40_000) as log:
+        for payload in payloads(150, 300):
+            log.append(payload)
+    first, second = (path.stat().st_size for path in sorted(directory.glob("*.dat")))
+    assert second < first * 3 // 4  # Spark's packing would make three tasks for two cores
+    options = {"minPartitions": str(cores), "openCostInBytes": "1k"}
+    source = BinlogDataSource({"path": str(directory), **options})
+    reader = source.reader(source.schema())
+    tasks = [sum(item.weight for item in partition.value) for partition in reader.partitions()]
+    assert len(tasks) == cores
+    assert max(tasks) - min(tasks) <= 2
+    records, damages, _ = planned(directory, **options)
+    assert (records, damages) == (strict_reference(directory), [])
+
+
 def test_split_size_does_not_change_a_valid_log(tmp_path: Path) -> None:
     directory = tmp_path / "log"
     with Writer(directory, durability="os") as log:
