@@ -51,6 +51,7 @@ DURABILITY_MODES: tuple[Durability, ...] = ("sync", "group", "os", "strict")
 LOCK_NAME = "LOCK"
 TEMP_NAME = re.compile(r"^\.\d{8}\.dat\.[0-9a-f]+\.tmp$")
 ZERO_CHUNK = bytes(1 << 20)
+QUIET_GAPS = 4  # a gathering leader stops after this many average arrival gaps without an arrival
 
 
 def _now_us() -> int:
@@ -197,7 +198,8 @@ class Writer:
         self._closing = False  # close() is waiting for the group to go idle
         self._last_batch_calls = 0
         self._last_commit_seconds = 0.0
-        self._gather_target = 0
+        self._gathering = False
+        self._arrival_gap = 0.0  # seconds between appenders re-queueing while a leader gathers, averaged
         self._failed: BaseException | None = None
         self._closed = False
         self._segment: _OpenSegment | None = None
@@ -325,7 +327,7 @@ class Writer:
             self._pending.append(call)
             if not self._leader_active:
                 self._leader_active = call.lead = True
-            elif 0 < self._gather_target <= len(self._pending):
+            elif self._gathering:
                 self._arrivals.notify()
         try:
             if not call.lead:
@@ -372,11 +374,14 @@ class Writer:
         """Under the queue mutex: wait, for a bounded time, for more appends to join the batch.
 
         The ``group`` mode waits ``group_delay``. Otherwise the leader waits
-        only when the last batch was shared by several calls, until as many
-        are queued again or as long as the last commit took: threads just
-        woken from the previous batch re-queue within that time, and without
-        the wait batches split into two halves that alternate, each with its
-        own sync. One appender alone never waits.
+        only when the last batch was shared by several calls: until as many
+        are queued again, for no longer than the last commit took, and no
+        longer than a few arrival gaps after the last arrival. Threads just
+        woken from the previous batch re-queue a few tens of microseconds
+        apart; without the wait, batches split into two halves that
+        alternate, each with its own sync. A silence of several gaps means
+        the others have stopped appending, so the one appender left pays
+        that silence once, not a whole commit. One appender alone never waits.
         """
         if self.durability == "group":
             delay, target = self.group_delay, 0
@@ -384,16 +389,26 @@ class Writer:
             delay, target = self._last_commit_seconds, self._last_batch_calls
         else:
             return
-        deadline = time.monotonic() + delay
-        self._gather_target = target
+        last_arrival = time.monotonic()
+        deadline = last_arrival + delay
+        self._gathering = True
         try:
             while target == 0 or len(self._pending) < target:
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                left = deadline - now
+                if target and self._arrival_gap:
+                    left = min(left, last_arrival + QUIET_GAPS * self._arrival_gap - now)
                 if left <= 0:
                     break
+                queued = len(self._pending)
                 self._arrivals.wait(left)
+                if target and len(self._pending) > queued:
+                    arrived = time.monotonic()
+                    gap = (arrived - last_arrival) / (len(self._pending) - queued)
+                    self._arrival_gap = gap if not self._arrival_gap else 0.8 * self._arrival_gap + 0.2 * gap
+                    last_arrival = arrived
         finally:
-            self._gather_target = 0
+            self._gathering = False
 
     def _hand_on_lead(self) -> None:
         """Under the queue mutex: the first queued call leads the next batch, or no one does."""
