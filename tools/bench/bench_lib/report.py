@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from .logs import size_label
 from .measure import FIGURE_AT_MOST, RATIO_AT_LEAST, Row
+from .writes import PREALLOCATED_W1
 
 COLUMNS = ("id", "measure", "rec", "log", "figure", "baseline", "versus", "ratio", "bar", "result")
 
@@ -102,11 +103,16 @@ SCALING = {
 }
 
 
+def _against_size(row: Row) -> bool:
+    """Whether the row tells how a cost grows with the log: one baseline per figure, on the log of its size."""
+    return "seed" not in (row.versus or "") and row.measure != PREALLOCATED_W1
+
+
 def scaling_findings(rows: list[Row]) -> list[str]:
     """How each cost grows with the log size (or the tail size), as an exponent of a power law."""
     series: dict[tuple[str, int | None], list[Row]] = defaultdict(list)
     for row in rows:
-        if row.id in SCALING and row.status == "ok" and row.figure and "seed" not in (row.versus or ""):
+        if row.id in SCALING and row.status == "ok" and row.figure and _against_size(row):
             series[(row.id, row.record_size)].append(row)
     lines = []
     for (row_id, record_size), members in sorted(series.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
@@ -158,7 +164,7 @@ def plot(rows: list[Row], path: Path) -> None:
     for row in rows:
         if row.status != "ok" or row.log_size is None or row.id not in ("W1", "W4", "R1"):
             continue
-        if row.id == "W1" and "seed" in (row.versus or ""):
+        if not _against_size(row):
             continue
         label = f"{row.id} {row.record_size} B"
         series[label]["figure"].append((row.log_size, row.figure or 0))
