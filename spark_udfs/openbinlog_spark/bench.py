@@ -5,6 +5,9 @@
 ``local[2]``, and returns records per second for each. The Spark figures time
 full scans into Spark's ``noop`` sink after one warm-up scan, so they
 include the Arrow transfer to the JVM but not the start of Python workers.
+All sessions share this process's JVM and CPUs: ``local[1]`` is one task
+slot, yet its Python worker and the JVM busy about 1.5 cores between them.
+``make bench`` binds each master to its own cores for the R2 and R3 bars.
 """
 
 from __future__ import annotations
