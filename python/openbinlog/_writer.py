@@ -375,8 +375,9 @@ class Writer:
 
         The ``group`` mode waits ``group_delay``. Otherwise the leader waits
         only when the last batch was shared by several calls: until as many
-        are queued again, for no longer than the last commit took, and no
-        longer than a few arrival gaps after the last arrival. Threads just
+        are queued again, for no longer than the last commit took (nor than
+        ``group_delay``), and no longer than a few arrival gaps after the last
+        arrival. Threads just
         woken from the previous batch re-queue a few tens of microseconds
         apart; without the wait, batches split into two halves that
         alternate, each with its own sync. A silence of several gaps means
@@ -386,7 +387,7 @@ class Writer:
         if self.durability == "group":
             delay, target = self.group_delay, 0
         elif self._last_batch_calls > 1:
-            delay, target = self._last_commit_seconds, self._last_batch_calls
+            delay, target = min(self._last_commit_seconds, self.group_delay), self._last_batch_calls
         else:
             return
         last_arrival = time.monotonic()
