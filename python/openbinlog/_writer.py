@@ -377,12 +377,12 @@ class Writer:
         only when the last batch was shared by several calls: until as many
         are queued again, for no longer than the last commit took (nor than
         ``group_delay``), and no longer than a few arrival gaps after the last
-        arrival. Threads just
-        woken from the previous batch re-queue a few tens of microseconds
-        apart; without the wait, batches split into two halves that
-        alternate, each with its own sync. A silence of several gaps means
-        the others have stopped appending, so the one appender left pays
-        that silence once, not a whole commit. One appender alone never waits.
+        arrival. Threads just woken from the previous batch re-queue a few
+        tens of microseconds apart; without the wait, batches split into two
+        halves that alternate, each with its own sync. A silence of several
+        gaps means the others have stopped appending, so the one appender
+        left pays that silence once, not a whole commit. One appender alone
+        never waits.
         """
         if self.durability == "group":
             delay, target = self.group_delay, 0
