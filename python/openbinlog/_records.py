@@ -265,38 +265,12 @@ class RecordDecoder:
         return self
 
     def __next__(self) -> Entry:
-        # The fast path: a data record that lies whole in the buffer and passes
-        # every check of spec 4.3 is returned here. Anything else (a record
-        # that needs more input, a skippable frame, the end of the data, any
-        # damage) goes to _walk_one, the reference walk, which classifies it.
-        buf, pos = self._buf, self._pos
-        if self.stop is None and len(buf) - pos >= RECORD_HEADER_SIZE:
-            length, frame, flags, reserved, index, asqn, timestamp_us, payload_crc, header_crc = _unpack_header(
-                buf, pos
-            )
-            offset, bound = self.offset, self.limit
-            end = offset + 4 + length
-            payload_end = pos + 4 + length
-            if (
-                frame == FRAME_DATA
-                and flags == 0
-                and reserved == 0
-                and index == self.next_index
-                and MIN_RECORD_LENGTH <= length <= MAX_RECORD_LENGTH
-                and payload_end <= len(buf)
-                and (bound is None or end <= bound)
-                and (asqn == NO_ASQN or (asqn > NO_ASQN and asqn > self.last_asqn))
-                and mask(_raw_crc32c(buf[pos : pos + _CRC_END])) == header_crc
-            ):
-                payload = buf[pos + RECORD_HEADER_SIZE : payload_end]
-                if mask(_raw_crc32c(payload)) == payload_crc:
-                    self._pos = payload_end
-                    self.offset = end
-                    self.next_index = index + 1
-                    if asqn != NO_ASQN:
-                        self.last_asqn = asqn
-                    return _checked_entry(self.log, offset, index, payload, asqn, timestamp_us)
-        entry = self._step()
+        # A data record that lies whole in the buffer and passes every check
+        # of spec 4.3 comes from the batch loop; anything else (a record that
+        # needs more input, a skippable frame, the end of the data, any
+        # damage) goes to _step, the reference walk, which classifies it.
+        proven = self._verified_run(1)
+        entry = proven[0] if proven else self._step()
         if entry is None:
             raise StopIteration
         return entry

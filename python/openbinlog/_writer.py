@@ -192,7 +192,7 @@ class Writer:
         self._arrivals = threading.Condition(self._queue_mutex)
         self._idle = threading.Condition(self._queue_mutex)
         self._io_mutex = threading.Lock()
-        self._directory_lock = _DirectoryLock(self)
+        self._locked = _DirectoryLock(self)
         self._pending: list[_Call] = []
         self._leader_active = False
         self._closing = False  # close() is waiting for the group to go idle
@@ -212,7 +212,7 @@ class Writer:
         except OSError as exc:
             raise BinlogIOError(f"cannot open the lock file: {exc.strerror}", path=self.directory) from exc
         try:
-            with self._os_errors("cannot open the log for writing"), self._locked():
+            with self._os_errors("cannot open the log for writing"), self._locked:
                 self._open_last(verify=verify_on_open)
                 self._prepare()
                 if preallocate:
@@ -239,7 +239,7 @@ class Writer:
         """Seal the last segment and start the next one; return the new log number."""
         self._check_usable()
         try:
-            with self._os_errors("cutover failed"), self._locked():
+            with self._os_errors("cutover failed"), self._locked:
                 segment, commit = self._prepare()
                 return self._cut_over(segment, commit).log
         except BinlogIOError as exc:
@@ -250,7 +250,7 @@ class Writer:
     def exclusive(self) -> Iterator[None]:
         """Hold the log's writer lock: for maintenance that must not interleave with commits."""
         self._check_usable()
-        with self._os_errors("maintenance failed"), self._locked():
+        with self._os_errors("maintenance failed"), self._locked:
             yield
 
     def drop_segments(self, before_log: int) -> list[int]:
@@ -262,7 +262,7 @@ class Writer:
         """
         self._check_usable()
         removed: list[int] = []
-        with self._os_errors("segment removal failed"), self._locked():
+        with self._os_errors("segment removal failed"), self._locked:
             while True:
                 names = self._fs.listdir(self.directory)
                 files: dict[int, list[str]] = {}
@@ -292,7 +292,7 @@ class Writer:
                 return
             self._closed = True
         if self._spare_thread is not None or self._spare is not None:
-            with self._os_errors("cannot remove the spare volume"), self._locked():
+            with self._os_errors("cannot remove the spare volume"), self._locked:
                 self._discard_spare()
         with self._io_mutex:
             self._release_files()
@@ -437,7 +437,7 @@ class Writer:
                 raise WriterFailedError(
                     "an earlier write or sync failed; reopen the log to continue", path=self.directory
                 )
-            with self._locked():
+            with self._locked:
                 segment, commit = self._prepare()
                 todo = batch
                 while todo:
@@ -545,9 +545,6 @@ class Writer:
             yield
         except OSError as exc:
             raise BinlogIOError(f"{what}: {exc}", path=getattr(exc, "filename", None) or self.directory) from exc
-
-    def _locked(self) -> _DirectoryLock:
-        return self._directory_lock
 
     def _release_files(self) -> None:
         if self._segment is not None:

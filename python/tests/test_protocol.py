@@ -172,7 +172,7 @@ def test_lock_is_an_ofd_lock_that_excludes_posix_lockers_and_survives_closing_ot
         "try:\n fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n print('free')\n"
         "except OSError:\n print('held')\n"
     )
-    with Writer(log_dir) as writer, writer._locked():  # the lock of one batch
+    with Writer(log_dir) as writer, writer._locked:  # the lock of one batch
         # The POSIX pitfall: closing another descriptor of LOCK must not drop it.
         other = os.open(log_dir / "LOCK", os.O_RDONLY)
         os.close(other)
