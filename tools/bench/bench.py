@@ -34,13 +34,14 @@ from bench_lib.reads import measure_memory, measure_reads, read_memory_worker
 from bench_lib.recovery import measure_recovery
 from bench_lib.report import plot, text_table, write_json, write_markdown
 from bench_lib.spark import measure_spark, spark_worker
-from bench_lib.writes import append_worker, measure_writes
+from bench_lib.writes import append_worker, bare_append_worker, measure_writes
 
 REPO = Path(__file__).resolve().parents[2]
 
 SECTIONS = ("reads", "spark", "memory", "writes", "recovery", "follower")
 WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "append": append_worker,
+    "bare_append": bare_append_worker,
     "follow": follow_worker,
     "read_memory": read_memory_worker,
     "spark": spark_worker,
@@ -48,8 +49,11 @@ WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
 ORDER = (
     "W1",
     "W1.space",
+    "W1.ceiling",
     "W2",
+    "W2.floor",
     "W3",
+    "W3.floor",
     "W4",
     "W4.floor",
     "W4.encode",

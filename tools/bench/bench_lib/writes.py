@@ -133,8 +133,8 @@ def writer_appends(writer: Writer, pool: list[bytes]) -> Callable[[int], float]:
     return run
 
 
-def threaded_appends(writer: Writer, pool: list[bytes], threads: int) -> Callable[[int], float]:
-    """``threads`` threads appending through one shared writer (group commit), ``count`` appends in all."""
+def threaded_calls(append: Callable[[int], None], threads: int) -> Callable[[int], float]:
+    """``threads`` threads calling ``append(i)`` concurrently, ``count`` calls in all."""
 
     def run(count: int) -> float:
         barrier = threading.Barrier(threads + 1)
@@ -142,7 +142,7 @@ def threaded_appends(writer: Writer, pool: list[bytes], threads: int) -> Callabl
         def work(first: int) -> None:
             barrier.wait()
             for i in range(count // threads):
-                writer.append(pool[(first + i) % len(pool)])
+                append(first + i)
 
         workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
         for worker in workers:
@@ -156,11 +156,67 @@ def threaded_appends(writer: Writer, pool: list[bytes], threads: int) -> Callabl
     return run
 
 
-class AppendingProcesses:
-    """Processes that each keep a writer open on the log and append on command, all at once."""
+class _Waiter:
+    """An appender of the bare group commit, asleep on its own lock until committed or asked to lead."""
 
-    def __init__(self, log: Path, record_size: int, processes: int) -> None:
-        self.started = [start_worker("append", log=str(log), record_size=record_size, seed=n) for n in range(processes)]
+    __slots__ = ("lead", "wake")
+
+    def __init__(self) -> None:
+        self.lead = False
+        self.wake = threading.Lock()
+        self.wake.acquire()
+
+
+def bare_group_commit(file: BaselineFile, record: bytes, threads: int) -> Callable[[int], None]:
+    """The least a CPython group commit can do: one append per call, no format, no file lock.
+
+    The leader waits until all ``threads`` appenders are queued (briefly, in
+    case one has stopped), writes their records with one ``os.write``, syncs
+    once, wakes each and hands the lead to the first caller queued since.
+    """
+    mutex = threading.Lock()
+    arrived = threading.Condition(mutex)
+    queue: list[_Waiter] = []
+    leading = [False]
+
+    def append(_: int) -> None:
+        me = _Waiter()
+        with mutex:
+            queue.append(me)
+            if leading[0]:
+                arrived.notify()
+            else:
+                leading[0] = me.lead = True
+        if not me.lead:
+            me.wake.acquire()
+            if not me.lead:
+                return
+        with mutex:
+            while len(queue) < threads and arrived.wait(0.001):
+                pass
+            batch = queue[:]
+            queue.clear()
+        os.write(file.fd, record * len(batch))
+        os.fdatasync(file.fd)
+        with mutex:
+            if queue:
+                queue[0].lead = True
+                queue[0].wake.release()
+            else:
+                leading[0] = False
+        for waiter in batch:
+            if waiter is not me:
+                waiter.wake.release()
+
+    return append
+
+
+class AppendingProcesses:
+    """Processes that each append on command, all at once: through a writer of their own on the
+    log (``append`` workers) or, for the floor, with a bare write+fdatasync loop (``bare_append``)."""
+
+    def __init__(self, worker: str, processes: int, **arguments: Any) -> None:
+        self.started = [start_worker(worker, **arguments, seed=n) for n in range(processes)]
         for process in self.started:
             wait_ready(process, timeout=WORKER_TIMEOUT)
 
@@ -204,6 +260,23 @@ def append_worker(arguments: dict[str, Any]) -> None:
             emit({"start": start, "end": time.monotonic()})
 
 
+def bare_append_worker(arguments: dict[str, Any]) -> None:
+    """Worker side of W3.floor: for each count read from stdin, that many bare write+fdatasync
+    commits of one record to the shared file (opened to append: no lock, no format)."""
+    record = record_bytes(arguments["record_size"])
+    fd = os.open(arguments["path"], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    try:
+        print(READY, flush=True)
+        for line in sys.stdin:
+            start = time.monotonic()
+            for _ in range(int(line)):
+                os.write(fd, record)
+                os.fdatasync(fd)
+            emit({"start": start, "end": time.monotonic()})
+    finally:
+        os.close(fd)
+
+
 def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     """W1 to W4 on one log (the writers append to it; the baselines write beside it)."""
     size = log.record_size
@@ -214,10 +287,13 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     rows: list[Row] = []
     opening = "timed appends only: opening, with its check of committed records (W-26), is recovery's cost"
 
-    durable, seed_file, bare_file = None, BaselineFile(scratch / "seed.dat"), BaselineFile(scratch / "bare.dat")
+    durable = bare_processes = None
+    seed_file, bare_file = BaselineFile(scratch / "seed.dat"), BaselineFile(scratch / "bare.dat")
     # Volumes of the plan's segment size: far more than a run appends, so the
     # preallocated figure is the steady state between two roll-overs.
     zeroed_file = BaselineFile(scratch / "zeroed.dat", zeros=plan.segment_bytes)
+    beside_file, group_file = BaselineFile(scratch / "beside.dat"), BaselineFile(scratch / "group.dat")
+    processes_file = BaselineFile(scratch / "processes.dat")
     volumes = scratch / "preallocated"
     shutil.rmtree(volumes, ignore_errors=True)
     try:
@@ -241,20 +317,30 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
                 rounds=plan.rounds,
                 repeats=plan.repeats,
             )
-            durable = AppendingProcesses(log.path, size, plan.processes)
-            w1_beside, w2, w3 = interleaved_rates(
+            durable = AppendingProcesses("append", plan.processes, log=str(log.path), record_size=size)
+            bare_processes = AppendingProcesses(
+                "bare_append", plan.processes, path=str(processes_file.path), record_size=size
+            )
+            threaded_writer = threaded_calls(lambda i: writer.append(pool[i % len(pool)]), plan.threads)
+            threaded_bare = threaded_calls(bare_group_commit(group_file, record, plan.threads), plan.threads)
+            concurrent = plan.threads * plan.thread_appends
+            w1_beside, w2, w3, bare_beside, group_floor, processes_floor = interleaved_rates(
                 [
                     Variant(writer_appends(writer, pool), plan.sync_appends),
-                    Variant(threaded_appends(writer, pool, plan.threads), plan.threads * plan.thread_appends),
+                    Variant(threaded_writer, concurrent),
                     Variant(durable, plan.processes * plan.process_appends),
+                    Variant(bare_write_sync(beside_file, record), plan.sync_appends),
+                    Variant(threaded_bare, concurrent),
+                    Variant(bare_processes, plan.processes * plan.process_appends),
                 ],
                 rounds=plan.rounds,
                 repeats=plan.repeats,
             )
     finally:
-        if durable is not None:
-            durable.close()
-        for file in (seed_file, bare_file, zeroed_file):
+        for processes in (durable, bare_processes):
+            if processes is not None:
+                processes.close()
+        for file in (seed_file, bare_file, zeroed_file, beside_file, group_file, processes_file):
             file.close()
         shutil.rmtree(volumes, ignore_errors=True)
     measure = "durable appends/s, one writer"
@@ -271,10 +357,21 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     row = Row("W1.space", "bare write+fdatasync into zero-filled space", "appends/s", **where, versus=versus)
     row.note = "the same loop over a preallocated file: how much of the gain is the file system's"
     rows.append(compared(row, zeroed, bare))
+    row = Row("W1.ceiling", "bare write+fdatasync", "appends/s", **where, versus="seed protocol (2 syncs)")
+    row.note = "the ceiling of W1 against the seed for a writer that appends with one sync per commit and no CPU"
+    rows.append(compared(row, bare, seed))
     measure = f"durable appends/s, {plan.threads} threads, one writer"
     rows.append(compared(Row("W2", measure, "appends/s", **where, versus="W1"), w2, w1_beside, bar=5.0))
+    row = Row("W2.floor", f"bare group commit, {plan.threads} threads", "appends/s", **where)
+    row.versus = "bare write+fdatasync"
+    row.note = "one os.write and one fdatasync per batch, nothing else: W2 over a W1 as fast as the bare loop"
+    rows.append(compared(row, group_floor, bare_beside))
     measure = f"durable appends/s, {plan.processes} processes"
     rows.append(compared(Row("W3", measure, "appends/s", **where, versus="W1"), w3, w1_beside, bar=3.0))
+    row = Row("W3.floor", f"{plan.processes} processes, bare write+fdatasync each", "appends/s", **where)
+    row.versus = "bare write+fdatasync"
+    row.note = "no lock and no format, each process syncing its own appends: the ceiling of W3 without shared syncs"
+    rows.append(compared(row, processes_floor, bare_beside))
 
     bare_file, floor_file = BaselineFile(scratch / "write.dat"), BaselineFile(scratch / "floor.dat")
     lock_path = scratch / "floor.lock"
