@@ -80,6 +80,9 @@ _SEED_FIELDS = (
     "next_log_number" / Int32ub,
 )
 
+# Offsets 6..23: the seed fields a version 2 writer keeps in step with the active slot (spec 3.3).
+MirrorFields = Struct(*_SEED_FIELDS[2:])
+
 SegmentHeader = Struct(
     *_SEED_FIELDS,
     "signature" / Bytes(8),
@@ -141,9 +144,12 @@ def fast_struct(declaration: Construct) -> struct.Struct:
 
 RECORD_HEADER = fast_struct(RecordHeader)
 COMMIT_SLOT = fast_struct(CommitSlot)
+MIRROR = fast_struct(MirrorFields)
 
 assert RECORD_HEADER.size == RECORD_HEADER_SIZE == RecordHeader.sizeof()
 assert COMMIT_SLOT.size == SLOT_SIZE == CommitSlot.sizeof()
+assert MIRROR.size == MirrorFields.sizeof() == 18
+assert Struct(*_SEED_FIELDS[:2]).sizeof() == MIRROR_OFFSET
 assert SegmentHeader.sizeof() == HEADER_SIZE
 assert LegacyHeader.sizeof() == LEGACY_FIRST_RECORD_OFFSET
 

@@ -16,6 +16,9 @@ from typing import Protocol
 _OFD_SETLKW = getattr(fcntl, "F_OFD_SETLKW", None)
 # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid.
 _FLOCK = struct.Struct("hhqqi4x")
+# The whole file, from its start: taken and released once per commit.
+_LOCK_WHOLE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+_UNLOCK_WHOLE = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
 
 
 class FileSystem(Protocol):
@@ -111,12 +114,12 @@ class OsFileSystem:
         # closing another descriptor of LOCK does not drop it (the classic
         # POSIX pitfall), and two Writers in one process exclude each other.
         if _OFD_SETLKW is not None:
-            fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+            fcntl.fcntl(fd, _OFD_SETLKW, _LOCK_WHOLE)
         else:  # pragma: no cover - platforms without OFD locks
             fcntl.lockf(fd, fcntl.LOCK_EX)
 
     def unlock(self, fd: int) -> None:
         if _OFD_SETLKW is not None:
-            fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0))
+            fcntl.fcntl(fd, _OFD_SETLKW, _UNLOCK_WHOLE)
         else:  # pragma: no cover
             fcntl.lockf(fd, fcntl.LOCK_UN)

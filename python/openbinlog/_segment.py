@@ -13,6 +13,7 @@ from ._format import (
     HEADER_SIZE,
     KNOWN_HEADER_FLAGS,
     LEGACY_FIRST_RECORD_OFFSET,
+    MIRROR,
     MIRROR_OFFSET,
     NO_ASQN,
     SIGNATURE,
@@ -245,11 +246,5 @@ def encode_slot(commit: CommitState) -> tuple[int, bytes]:
 
 def encode_mirror(commit: CommitState, log: int) -> tuple[int, bytes]:
     """Bytes 6..23: the seed's status, last element position, (unchanged) log number and next log number."""
-    status = STATUS_CLOSED if commit.closed else STATUS_OPEN
-    raw = (
-        status.to_bytes(2, "big")
-        + commit.commit_offset.to_bytes(8, "big")
-        + log.to_bytes(4, "big")
-        + commit.next_log_number.to_bytes(4, "big")
-    )
-    return MIRROR_OFFSET, raw
+    status = STATUS_CLOSED if commit.next_log_number else STATUS_OPEN
+    return MIRROR_OFFSET, MIRROR.pack(status, commit.commit_offset, log, commit.next_log_number)
