@@ -200,6 +200,8 @@ class Writer:
         self._last_commit_seconds = 0.0
         self._gathering = False
         self._arrival_gap = 0.0  # seconds between appenders re-queueing while a leader gathers, averaged
+        self._last_arrival = 0.0
+        self._gather_target = 0  # calls the gathering leader waits for; 0: the whole group_delay
         self._failed: BaseException | None = None
         self._closed = False
         self._segment: _OpenSegment | None = None
@@ -328,7 +330,7 @@ class Writer:
             if not self._leader_active:
                 self._leader_active = call.lead = True
             elif self._gathering:
-                self._arrivals.notify()
+                self._note_arrival()
         try:
             if not call.lead:
                 call.wake.acquire()
@@ -390,26 +392,34 @@ class Writer:
             delay, target = min(self._last_commit_seconds, self.group_delay), self._last_batch_calls
         else:
             return
-        last_arrival = time.monotonic()
-        deadline = last_arrival + delay
+        self._last_arrival = time.monotonic()
+        deadline = self._last_arrival + delay
+        self._gather_target = target
         self._gathering = True
         try:
             while target == 0 or len(self._pending) < target:
                 now = time.monotonic()
                 left = deadline - now
                 if target and self._arrival_gap:
-                    left = min(left, last_arrival + QUIET_GAPS * self._arrival_gap - now)
+                    left = min(left, self._last_arrival + QUIET_GAPS * self._arrival_gap - now)
                 if left <= 0:
                     break
-                queued = len(self._pending)
                 self._arrivals.wait(left)
-                if target and len(self._pending) > queued:
-                    arrived = time.monotonic()
-                    gap = (arrived - last_arrival) / (len(self._pending) - queued)
-                    self._arrival_gap = gap if not self._arrival_gap else 0.8 * self._arrival_gap + 0.2 * gap
-                    last_arrival = arrived
         finally:
             self._gathering = False
+
+    def _note_arrival(self) -> None:
+        """Under the queue mutex, while a leader gathers: time the arrival, and wake the leader once
+        the batch is as large as it waits for. Waking it at every arrival would cost a thread switch
+        per appender, each contending for the interpreter with the appenders still arriving."""
+        if not self._gather_target:  # the group mode waits out its delay whatever arrives
+            return
+        now = time.monotonic()
+        gap = now - self._last_arrival
+        self._arrival_gap = gap if not self._arrival_gap else 0.8 * self._arrival_gap + 0.2 * gap
+        self._last_arrival = now
+        if len(self._pending) >= self._gather_target:
+            self._arrivals.notify()
 
     def _hand_on_lead(self) -> None:
         """Under the queue mutex: the first queued call leads the next batch, or no one does."""
