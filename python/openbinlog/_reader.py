@@ -512,21 +512,19 @@ class Reader:
                 )
                 if not self.tolerant:
                     raise error
-                self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=None))
-                return self._jump_to(later[0], cursor)
+                jumped = self._open(later[0])
+                resumed = jumped[1].base_index if jumped and isinstance(jumped[1], SegmentHeaderInfo) else None
+                self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=resumed))
+                if jumped is None:
+                    return False
+                segment, header = jumped
+                next_cursor = self._successor_cursor(segment, header, cursor, check_chain=False)
+                cursor.segment.close()
+                self._cursor = next_cursor
+                return True
             return False  # sealed, successor not visible yet
         segment, header = opened
         next_cursor = self._successor_cursor(segment, header, cursor)
-        cursor.segment.close()
-        self._cursor = next_cursor
-        return True
-
-    def _jump_to(self, log: int, cursor: _Cursor) -> bool:
-        opened = self._open(log)
-        if opened is None:
-            return False
-        segment, header = opened
-        next_cursor = self._successor_cursor(segment, header, cursor, check_chain=False)
         cursor.segment.close()
         self._cursor = next_cursor
         return True
@@ -545,7 +543,7 @@ class Reader:
             problem = None
             if header.log_id != previous.header.log_id:
                 problem = "belongs to another log (log id differs)"
-            elif header.base_index != previous.next_index and not previous.lost_tail:
+            elif header.base_index != previous.next_index:
                 problem = f"starts at index {header.base_index}, the previous segment ends before {previous.next_index}"
             if problem is not None:
                 error = ChainBrokenError(
@@ -607,7 +605,8 @@ class Reader:
             cursor.segment, cursor.header, offset=resume, next_index=next_index, last_asqn=NO_ASQN, limit=limit
         )
         replacement.final = cursor.final
-        # Records lost up to the segment end leave the index gap to the successor already reported.
+        # With no record found up to the segment end, the walk keeps the damaged record's expected
+        # index: R-39's check against the slot is skipped, the successor's base index is still checked.
         replacement.lost_tail = found is None
         self._cursor = replacement
 

@@ -6,7 +6,15 @@ import os
 from collections.abc import Iterator
 
 from ._crc import masked_crc32c
-from ._format import FRAME_DATA, HEADER_SIZE, MIN_RECORD_LENGTH, NO_ASQN, RECORD_HEADER, RECORD_HEADER_SIZE
+from ._format import (
+    FRAME_DATA,
+    FRAME_FIRST_SKIPPABLE,
+    HEADER_SIZE,
+    MIN_RECORD_LENGTH,
+    NO_ASQN,
+    RECORD_HEADER,
+    RECORD_HEADER_SIZE,
+)
 from ._records import Entry, RecordDecoder
 from ._segment import LegacyHeaderInfo
 from ._segment_file import SegmentFile, next_entries, segment_end
@@ -15,15 +23,23 @@ from .errors import BinlogError, UnsupportedVersionError
 SCAN_WINDOW = 1 << 20
 
 
-def _record_at(segment: SegmentFile, at: int, end: int) -> tuple[int, int] | None:
-    """(index, record size) when a whole valid data record starts at ``at`` and ends by ``end``."""
+def _record_at(segment: SegmentFile, at: int, end: int, *, continuity: bool) -> tuple[int, int] | None:
+    """(index, size) when a record with valid checksums lies whole in ``[at, end)``.
+
+    For a split's first record (conditions 1 to 6 of spec 10.4) it must be a
+    data record; for the continuity check (steps 1 to 6 of spec 4.3.1) it may
+    be a skippable frame, and its flags and reserved field must be 0.
+    """
     head = segment.read(at, RECORD_HEADER_SIZE)
-    if len(head) < RECORD_HEADER_SIZE or head[4] != FRAME_DATA:
+    if len(head) < RECORD_HEADER_SIZE:
         return None
-    length, _frame, flags, reserved, index, _asqn, _ts, payload_crc, header_crc = RECORD_HEADER.unpack(head)
-    if masked_crc32c(head[:36]) != header_crc or flags or reserved or length < MIN_RECORD_LENGTH:
+    length, frame, flags, reserved, index, _asqn, _ts, payload_crc, header_crc = RECORD_HEADER.unpack(head)
+    if continuity:
+        if (frame != FRAME_DATA and frame < FRAME_FIRST_SKIPPABLE) or flags or reserved:
+            return None
+    elif frame != FRAME_DATA:
         return None
-    if at + 4 + length > end:
+    if masked_crc32c(head[:36]) != header_crc or length < MIN_RECORD_LENGTH or at + 4 + length > end:
         return None
     if masked_crc32c(segment.read(at + RECORD_HEADER_SIZE, length - MIN_RECORD_LENGTH)) != payload_crc:
         return None
@@ -31,7 +47,8 @@ def _record_at(segment: SegmentFile, at: int, end: int) -> tuple[int, int] | Non
 
 
 def find_boundary(segment: SegmentFile, start: int, end: int, *, min_index: int) -> int | None:
-    """The first record boundary at or after ``start``: a valid record whose successor continues its index."""
+    """The first record boundary at or after ``start`` (spec 10.5): a record that satisfies conditions
+    1 to 6 of spec 10.4, followed by the end or by a valid record carrying the next index."""
     if start <= HEADER_SIZE:
         return HEADER_SIZE
     at = start
@@ -39,14 +56,14 @@ def find_boundary(segment: SegmentFile, start: int, end: int, *, min_index: int)
         window = segment.read(at, min(SCAN_WINDOW, end - at))
         candidates = (pos for pos in range(len(window) - 4) if window[pos + 4] == FRAME_DATA)
         for pos in candidates:
-            found = _record_at(segment, at + pos, end)
+            found = _record_at(segment, at + pos, end, continuity=False)
             if found is None or found[0] < min_index:
                 continue
             index, size = found
             following = at + pos + size
             if following == end:
                 return at + pos
-            continued = _record_at(segment, following, end)
+            continued = _record_at(segment, following, end, continuity=True)
             if continued is not None and continued[0] == index + 1:
                 return at + pos
         at += max(len(window) - 4, 1)

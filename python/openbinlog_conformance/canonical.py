@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from openbinlog import BinlogError, Entry
+from openbinlog import BinlogError, Damage, Entry
 
 from .vocabulary import ERROR_CLASSES, UNSUPPORTED_OPERATION
 
@@ -21,6 +21,7 @@ _SIGNED = re.compile(r"^(0|-?[1-9][0-9]*)$")
 _HEX = re.compile(r"^([0-9a-f]{2})*$")
 RECORD_KEYS = ("log", "offset", "index", "asqn", "timestamp_us", "payload", "checked")
 ERROR_KEYS = ("class", "log", "offset", "index")
+DAMAGE_KEYS = (*ERROR_KEYS, "bytes_skipped", "resumed_index")
 
 
 def u64(value: int | None) -> str | None:
@@ -41,6 +42,18 @@ def record(entry: Entry) -> Json:
 
 def error(exc: BinlogError) -> Json:
     return {"class": exc.error_class, "log": exc.log, "offset": u64(exc.offset), "index": u64(exc.index)}
+
+
+def damage(region: Damage) -> Json:
+    """One damaged region a tolerant read stepped over (spec R-26)."""
+    return {
+        "class": region.error_class,
+        "log": region.log,
+        "offset": u64(region.offset),
+        "index": u64(region.index),
+        "bytes_skipped": str(region.bytes_skipped),
+        "resumed_index": u64(region.next_index),
+    }
 
 
 def unsupported(what: str) -> Json:
@@ -105,8 +118,21 @@ def check_error(
     return obj
 
 
-def check_read_answer(obj: object, *, parser: bool = False) -> Json:
-    """A read answer: outcome, records, torn, error (the same object from the CLI and the session)."""
+def check_damage(obj: object, where: str) -> Json:
+    region = check_error(obj, where)
+    missing = [key for key in DAMAGE_KEYS if key not in region]
+    if missing:
+        raise ShapeError(f"{where} lacks {', '.join(missing)}")
+    _number(region["bytes_skipped"], _UNSIGNED, f"{where}.bytes_skipped")
+    _number(region["resumed_index"], _UNSIGNED, f"{where}.resumed_index", nullable=True)
+    return region
+
+
+def check_read_answer(obj: object, *, parser: bool = False, tolerant: bool = False) -> Json:
+    """A read answer: outcome, records, torn, error (the same object from the CLI and the session).
+
+    The answer to a tolerant read also lists the damaged regions it stepped over.
+    """
     if not isinstance(obj, dict):
         raise ShapeError("the answer must be a JSON object")
     outcome = obj.get("outcome")
@@ -130,6 +156,12 @@ def check_read_answer(obj: object, *, parser: bool = False) -> Json:
         check_error(err, "error", nullable_class=parser)
     elif err is not None:
         raise ShapeError(f"error must be null when the outcome is {outcome}")
+    if tolerant:
+        regions = obj.get("damage")
+        if not isinstance(regions, list):
+            raise ShapeError("the answer to a tolerant read needs a damage list")
+        for position, item in enumerate(regions):
+            check_damage(item, f"damage[{position}]")
     return obj
 
 

@@ -200,6 +200,10 @@ class CliTestee:
         stdin = None
         if op == "read" and request.get("after") is not None:
             args += ["--after", request["after"]]
+        if op == "read" and request.get("tolerant"):
+            args.append("--tolerant")
+        if op == "read" and "log" in request:
+            args += ["--split", f"{request['log']}:{request['start']}:{request['stop']}"]
         if op == "write":
             stdin = json.dumps({key: request[key] for key in ("records", "cutover_before", "options")}).encode()
         code, out, err = run_process([*self.command, *args], stdin, timeout, self.cwd)

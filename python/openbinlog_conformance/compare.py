@@ -2,8 +2,10 @@
 
 Compared: the outcome; every record, field by field (fields absent from an
 expected record are not compared); the torn object; the error class and the
-error's log, offset and index where the expectation gives them. Never
-compared: messages, or any member a testee adds.
+error's log, offset and index where the expectation gives them; for a
+tolerant read, every damaged region (its error members as for an error, the
+bytes skipped and the index reading resumed at). Never compared: messages,
+or any member a testee adds.
 """
 
 from __future__ import annotations
@@ -49,6 +51,22 @@ def read_problems(actual: Json, expected: Json, profile: str = READER) -> list[s
     if expected.get("torn") != actual.get("torn"):
         problems.append(f"torn: expected {expected.get('torn')}, got {actual.get('torn')}")
     problems += error_problems(actual.get("error"), expected.get("error"))
+    if "damage" in expected:
+        problems += damage_problems(actual["damage"], expected["damage"])
+    return problems
+
+
+def damage_problems(actual: list[Json], expected: list[Json]) -> list[str]:
+    """The damaged regions of a tolerant read, in log order (spec R-26)."""
+    problems = []
+    for position, (got, want) in enumerate(zip(actual, expected, strict=False)):
+        what = f"damage[{position}]"
+        problems += error_problems(got, want, what)
+        for key in ("bytes_skipped", "resumed_index"):
+            if got.get(key) != want[key]:
+                problems.append(f"{what} {key}: expected {want[key]!r}, got {got.get(key)!r}")
+    if len(actual) != len(expected):
+        problems.append(f"damage: expected {len(expected)} regions, got {len(actual)}")
     return problems
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openbinlog import BinlogError, Reader, Ref, Writer, recover, verify
+from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, verify
 
 from . import canonical
 
@@ -29,6 +29,36 @@ def read_log(directory: str, after: str | None = None) -> Json:
         torn = torn_tail(directory)
     except BinlogError as exc:
         return {"outcome": "reject", "records": records, "torn": None, "error": canonical.error(exc)}
+    return _completed(records, torn)
+
+
+def read_log_tolerant(directory: str) -> Json:
+    """Read the log from its start, stepping over damage (spec 10.4): the read answer and the damage list."""
+    records: list[Json] = []
+    reader: Reader | None = None
+    try:
+        with Reader(directory, tolerant=True) as reader:
+            for entry in reader:
+                records.append(canonical.record(entry))
+        answer = _completed(records, torn_tail(directory))
+    except BinlogError as exc:
+        answer = {"outcome": "reject", "records": records, "torn": None, "error": canonical.error(exc)}
+    regions = [] if reader is None else reader.damage
+    return {**answer, "damage": [canonical.damage(region) for region in regions]}
+
+
+def read_split_log(directory: str, log: int, start: int, stop: int) -> Json:
+    """The records of segment ``log`` whose offset lies in [start, stop) (spec 10.5); never a torn tail."""
+    records: list[Json] = []
+    try:
+        for entry in read_split(directory, log, start, stop):
+            records.append(canonical.record(entry))
+    except BinlogError as exc:
+        return {"outcome": "reject", "records": records, "torn": None, "error": canonical.error(exc)}
+    return _completed(records, None)
+
+
+def _completed(records: list[Json], torn: Json | None) -> Json:
     return {"outcome": "accept" if torn is None else "recovered", "records": records, "torn": torn, "error": None}
 
 
@@ -45,6 +75,8 @@ def torn_tail(directory: str) -> Json | None:
     last = segments[-1]
     assert last.commit_offset is not None
     with open(last.path, "rb") as handle:
+        if last.commit_offset >= os.fstat(handle.fileno()).st_size:
+            return None  # a commit point beyond the file, where a file system may refuse to seek
         handle.seek(last.commit_offset)
         while chunk := handle.read(CHUNK):
             if any(chunk):

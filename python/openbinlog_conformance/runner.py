@@ -330,11 +330,15 @@ def _unsupported(answer: Json, what: str, session: _Session, case: Case | None) 
     return []
 
 
+# The members of a read operation that say how to read: after a ref, tolerantly, or one split.
+READ_OPTIONS = ("after", "tolerant", "log", "start", "stop")
+
+
 def read_and_compare(
     session: _Session,
     path: Path,
     *,
-    after: str | None,
+    options: Json,
     expected: Json,
     profile: str,
     timeout: float,
@@ -342,9 +346,7 @@ def read_and_compare(
 ) -> list[str]:
     """Send one read, check the answer's shape, compare it, and check the files were left alone (R-2)."""
     before = logcheck.digest(str(path)) if path.exists() else {}
-    request: Json = {"op": "read", "path": str(path)}
-    if after is not None:
-        request["after"] = after
+    request: Json = {"op": "read", "path": str(path), **options}
     answer = session.testee.request(request, timeout)
     problems = _unsupported(answer, "read", session, case)
     if problems:
@@ -352,7 +354,7 @@ def read_and_compare(
     if answer.get("ok") is not True:
         return [f"read answer not ok: {answer}"]
     try:
-        canonical.check_read_answer(answer, parser=profile == compare.PARSER)
+        canonical.check_read_answer(answer, parser=profile == compare.PARSER, tolerant=options.get("tolerant") is True)
     except canonical.ShapeError as exc:
         return [f"protocol: {exc}"]
     resolved, why = compare.resolve(expected, session.hello.choices)
@@ -370,7 +372,7 @@ def _read_case(case: Case, session: _Session, profile: str, place: Path, timeout
     return read_and_compare(
         session,
         path,
-        after=case.operation.get("after"),
+        options={key: value for key, value in case.operation.items() if key in READ_OPTIONS},
         expected=case.expected,
         profile=profile,
         timeout=timeout,
@@ -482,7 +484,7 @@ def _interop(
             else:
                 try:
                     problems = read_and_compare(
-                        session, copy, after=None, expected=out.case.expected["then"], profile=profile, timeout=timeout
+                        session, copy, options={}, expected=out.case.expected["then"], profile=profile, timeout=timeout
                     )
                 except TesteeFailure as exc:
                     problems = [str(exc)]

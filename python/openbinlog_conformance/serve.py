@@ -1,6 +1,7 @@
 """The testee side of the protocol: a file-level CLI and a JSON-lines session.
 
-An adapter implements ``Handler`` (hello, read, write, recover) and calls
+An adapter implements ``Handler`` (hello, the three kinds of read, write,
+recover) and calls
 ``main``; this module does the argument parsing, the session loop, the exit
 codes and the flushing (spec/conformance.md, "The testee protocol"). The
 Python reference adapter and the deliberately broken test adapters are such
@@ -32,6 +33,8 @@ class Unsupported(Exception):
 class Handler(Protocol):
     def hello(self) -> Json: ...
     def read(self, path: str, after: str | None) -> Json: ...
+    def read_tolerant(self, path: str) -> Json: ...
+    def read_split(self, path: str, log: int, start: int, stop: int) -> Json: ...
     def write(self, path: str, spec: Json) -> Json: ...
     def recover(self, path: str) -> Json: ...
 
@@ -43,7 +46,7 @@ def answer(handler: Handler, request: Json) -> Json:
         if op == "hello":
             return {"ok": True, **handler.hello()}
         if op == "read":
-            return {"ok": True, **handler.read(request["path"], request.get("after"))}
+            return {"ok": True, **_read(handler, request)}
         if op == "write":
             spec: Json = {key: request[key] for key in ("records", "cutover_before", "options") if key in request}
             return handler.write(request["path"], spec)
@@ -52,6 +55,27 @@ def answer(handler: Handler, request: Json) -> Json:
     except Unsupported as exc:
         return {"ok": False, "error": unsupported(str(exc))}
     return {"ok": False, "error": unsupported(f"unknown operation {op!r}")}
+
+
+def _read(handler: Handler, request: Json) -> Json:
+    """A read from the log's start, after a ref, tolerant, or of one split of a segment."""
+    path, after = request["path"], request.get("after")
+    split = "log" in request
+    if request.get("tolerant") is True:
+        if after is not None or split:
+            raise Unsupported("a tolerant read starts at the start of the log")
+        return handler.read_tolerant(path)
+    if split:
+        if after is not None:
+            raise Unsupported("a split read has no ref")
+        return handler.read_split(path, int(request["log"]), int(request["start"]), int(request["stop"]))
+    return handler.read(path, after)
+
+
+def parse_split(text: str) -> Json:
+    """``LOG:START:STOP``, the command-line form of a split, as the members of a read request."""
+    log, start, stop = (int(part) for part in text.split(":"))
+    return {"log": log, "start": str(start), "stop": str(stop)}
 
 
 def session(handler: Handler, stdin: TextIO, stdout: TextIO) -> int:
@@ -73,7 +97,10 @@ def main(handler: Handler, argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     read = commands.add_parser("read", help="read a log directory and print the canonical JSON answer")
     read.add_argument("directory")
-    read.add_argument("--after", help="resume after this ref (LOG:OFFSET:INDEX)")
+    how = read.add_mutually_exclusive_group()
+    how.add_argument("--after", help="resume after this ref (LOG:OFFSET:INDEX)")
+    how.add_argument("--tolerant", action="store_true", help="step over damage and list it")
+    how.add_argument("--split", type=parse_split, help="only segment LOG's records in [START, STOP)")
     commands.add_parser("write", help="write a new log from the specification on stdin").add_argument("directory")
     commands.add_parser("recover", help="run writer recovery on a log directory").add_argument("directory")
     commands.add_parser("session", help="serve JSON-lines requests on stdin")
@@ -87,7 +114,8 @@ def main(handler: Handler, argv: list[str] | None = None) -> int:
         return session(handler, sys.stdin, sys.stdout)
     try:
         if args.command == "read":
-            result = handler.read(args.directory, args.after)
+            request = {"path": args.directory, "after": args.after, "tolerant": args.tolerant, **(args.split or {})}
+            result = _read(handler, request)
             code = EXIT_BY_OUTCOME[result["outcome"]]
         else:
             if args.command == "write":

@@ -11,7 +11,7 @@ from typing import Final
 
 # MAJOR.MINOR follow the format specification's version (2.0); PATCH counts
 # fixes to the suite itself. Cases carry `since` / `until` in spec versions.
-SUITE_VERSION: Final = "2.0.0"
+SUITE_VERSION: Final = "2.0.1"
 SPEC_VERSION: Final = "2.0"
 
 LEVELS: Final = ("must", "should", "may")
@@ -22,7 +22,9 @@ LEVELS: Final = ("must", "should", "may")
 # segment file but not the commit-point, chain, index or asqn rules.
 ROLES: Final = ("reader", "writer", "follower", "parser")
 
-CAPABILITIES: Final = ("legacy_v1", "refs", "tolerant", "recover", "write")
+# tolerant: reads that step over damage and list it (spec 10.4); split: reads of
+# one byte range of a segment (spec 10.5).
+CAPABILITIES: Final = ("legacy_v1", "refs", "tolerant", "split", "recover", "write")
 
 OUTCOMES: Final = ("accept", "recovered", "reject", "implementation_defined")
 

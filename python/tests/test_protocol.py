@@ -19,10 +19,12 @@ from openbinlog import (
     InvalidRefError,
     Reader,
     Ref,
+    UnsupportedFeatureError,
     UnsupportedVersionError,
     Writer,
     encode_record,
 )
+from openbinlog._crc import masked_crc32c
 from openbinlog._fs import OsFileSystem
 from openbinlog._segment import CommitState, build_header, encode_mirror, encode_slot
 from openbinlog._split import read_split
@@ -280,6 +282,21 @@ def test_split_start_inside_a_payload_that_looks_like_a_record_is_not_a_boundary
     entries = read_entries(log_dir)
     inner = entries[1].offset + 40
     assert [e.payload for e in read_split(log_dir, 1, inner, 10_000)] == [b"c"]
+
+
+@pytest.mark.spec("R-27", "R-8")
+def test_split_start_at_a_record_with_flags_set_is_a_boundary_and_then_unsupported(log_dir: Path) -> None:
+    # Conditions 1 to 6 of spec 10.4 do not look at flags: the split starts at the flagged record,
+    # and reading it from there fails as the sequential reader does, instead of skipping it.
+    flagged = bytearray(encode_record(2, b"b"))
+    flagged[5] = 1
+    flagged[36:40] = masked_crc32c(flagged[:36]).to_bytes(4, "big")
+    log_dir.mkdir()
+    records = [encode_record(1, b"a"), bytes(flagged), encode_record(3, b"c")]
+    build_segment(segment(log_dir), log=1, base=1, records=records, log_id=bytes(16))
+    with pytest.raises(UnsupportedFeatureError) as caught:
+        list(read_split(log_dir, 1, 260, 10_000))
+    assert (caught.value.offset, caught.value.index) == (256 + 41, 2)
 
 
 @pytest.mark.spec("R-39")

@@ -175,6 +175,31 @@ def test_tolerant_reader_skips_damage_and_reports_it(log_dir: Path) -> None:
     assert damage[0].next_index == 3
 
 
+@pytest.mark.spec("R-26", "R-39")
+def test_tolerant_read_reports_the_index_gap_after_losing_the_last_record_of_a_sealed_segment(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two", None, b"three"])
+    flip_bit(segment(log_dir), 256 + 43 + 41)  # the payload of the last record of segment 1
+    with Reader(log_dir, tolerant=True) as reader:
+        assert [e.payload for e in reader] == [b"one", b"three"]
+        damage = reader.damage
+    assert [(d.error_class, d.log, d.offset, d.index, d.bytes_skipped, d.next_index) for d in damage] == [
+        ("checksum_mismatch", 1, 256 + 43, 2, 43, None),
+        ("chain_broken", 2, 0, 2, 0, 3),  # the successor starts at 3: index 2 is lost
+    ]
+
+
+@pytest.mark.spec("R-26")
+def test_tolerant_read_over_a_missing_segment_names_the_index_it_resumes_at(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", None, b"b", None, b"c"])
+    segment(log_dir, 2).unlink()
+    with Reader(log_dir, tolerant=True) as reader:
+        assert [e.payload for e in reader] == [b"a", b"c"]
+        damage = reader.damage
+    assert [(d.error_class, d.log, d.offset, d.index, d.bytes_skipped, d.next_index) for d in damage] == [
+        ("chain_broken", 2, None, 2, 0, 3)
+    ]
+
+
 def test_missing_directory_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(NotALogError):
         Reader(tmp_path / "absent")

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from . import catalog_crash, catalog_damage, catalog_legacy, catalog_valid, catalog_writer
+from . import (
+    catalog_crash,
+    catalog_damage,
+    catalog_legacy,
+    catalog_split,
+    catalog_tolerant,
+    catalog_valid,
+    catalog_writer,
+)
 from .catalog import Catalog
 
 
 def build_catalog() -> Catalog:
     """Every fixture and case, in a fixed order."""
     cat = Catalog()
-    for module in (catalog_valid, catalog_crash, catalog_damage, catalog_legacy, catalog_writer):
+    for module in (
+        catalog_valid,
+        catalog_crash,
+        catalog_damage,
+        catalog_tolerant,
+        catalog_split,
+        catalog_legacy,
+        catalog_writer,
+    ):
         module.add(cat)
     return cat
 

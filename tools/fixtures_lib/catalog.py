@@ -67,16 +67,27 @@ class Catalog:
         after: str | None = None,
         path: str | None = None,
         requires: list[str] | None = None,
+        tolerant: bool = False,
+        split: tuple[int, int, int] | None = None,
     ) -> Case:
-        """A reader case: read the fixture from its start (or after ``after``)."""
+        """A reader case: read the fixture from its start (or after ``after``, tolerantly, or one split).
+
+        ``split`` is (log, start, stop): only segment ``log``'s records whose offset lies in [start, stop).
+        """
         operation: Json = {"op": "read"}
+        needs = list(requires or [])
         if after is not None:
             operation["after"] = after
+            needs.append("refs")
         if path is not None:
             operation["path"] = path
-        needs = list(requires or [])
-        if after is not None and "refs" not in needs:
-            needs.append("refs")
+        if tolerant:
+            operation["tolerant"] = True
+            needs.append("tolerant")
+        if split is not None:
+            log, start, stop = split
+            operation.update({"log": log, "start": str(start), "stop": str(stop)})
+            needs.append("split")
         return self._case(
             Case(
                 id,

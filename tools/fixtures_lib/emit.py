@@ -124,6 +124,12 @@ def summary(expected: Json) -> str:
         choices = ", ".join(f"{name}: {summary(value)}" for name, value in expected["allowed"].items())
         return f"implementation-defined `{expected['choice']}` ({choices})"
     count = "" if expected["records"] is None else f" {len(expected['records'])} records"
+    if "damage" in expected:
+        return f"tolerant: {_read_summary(outcome, expected, count)}, {len(expected['damage'])} damaged regions"
+    return _read_summary(outcome, expected, count)
+
+
+def _read_summary(outcome: str, expected: Json, count: str) -> str:
     if outcome == "recovered":
         torn = expected["torn"]
         return f"recovered{count}, torn at {torn['log']}:{torn['offset']}"

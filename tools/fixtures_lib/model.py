@@ -74,6 +74,20 @@ def reject(recs: list[Json] | None, err: Json) -> Json:
     return {"outcome": "reject", "records": recs, "torn": None, "error": err}
 
 
+def damage(cls: str, log: int, offset: int | None, index: int, *, skipped: int, resumed: int | None) -> Json:
+    """One damaged region a tolerant reader steps over (spec R-26); an offset None is not compared."""
+    return {**error(cls, log, offset, index), "bytes_skipped": str(skipped), "resumed_index": u64(resumed)}
+
+
+def tolerant(answer: Json, regions: list[Json]) -> Json:
+    """A tolerant read's expectation: the read answer and the damaged regions, in log order."""
+    return {**answer, "damage": regions}
+
+
+def u64(value: int | None) -> str | None:
+    return None if value is None else str(value)
+
+
 def segment_state(*, size: int | None = None, sealed: bool | None = None) -> Json:
     """What a segment must look like after recovery; None members are not compared."""
     return {"size": None if size is None else str(size), "sealed": sealed}

@@ -159,6 +159,12 @@ class KaitaiTestee:
                 next_index = index + 1
         return {"outcome": "accept", "records": records, "torn": None, "error": None}
 
+    def read_tolerant(self, path: str) -> Json:
+        raise serve.Unsupported("a generated parser does not step over damage")
+
+    def read_split(self, path: str, log: int, start: int, stop: int) -> Json:
+        raise serve.Unsupported("a generated parser does not read splits")
+
     def write(self, path: str, spec: Json) -> Json:
         raise serve.Unsupported("a generated parser does not write")
 

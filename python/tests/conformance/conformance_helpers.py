@@ -33,5 +33,9 @@ def failed(result: RunResult) -> dict[str, str]:
     return {r.id: r.kind for r in result.implementations[0].results if r.status == "failed"}
 
 
+BROKEN_CAPABILITIES = frozenset({"legacy_v1", "refs"})
+
+
 def read_cases(manifest: Manifest) -> list[str]:
-    return [case.id for case in manifest.cases if case.op == "read"]
+    """The read cases a broken testee runs: those needing no capability beyond the ones it declares."""
+    return [case.id for case in manifest.cases if case.op == "read" and set(case.requires) <= BROKEN_CAPABILITIES]

@@ -52,7 +52,7 @@ def test_accepting_everything_is_caught_by_every_reject_and_torn_tail_case(
         case for case in read_cases(manifest) if expected_outcome(manifest, case)["outcome"] in ("reject", "recovered")
     }
     assert len(caught) > 60
-    assert set(failed(result)) == caught | reference_read_failures
+    assert set(failed(result)) == caught | (reference_read_failures & set(read_cases(manifest)))
 
 
 def test_dropping_the_last_record_is_caught_by_every_case_expecting_records(
@@ -60,7 +60,7 @@ def test_dropping_the_last_record_is_caught_by_every_case_expecting_records(
 ) -> None:
     result = run([broken("drops_last_record")], manifest=manifest)
     caught = {case for case in read_cases(manifest) if expected_outcome(manifest, case).get("records")}
-    assert set(failed(result)) == caught | reference_read_failures
+    assert set(failed(result)) == caught | (reference_read_failures & set(read_cases(manifest)))
 
 
 def test_a_wrong_error_class_is_caught_by_every_reject_case(
@@ -68,7 +68,7 @@ def test_a_wrong_error_class_is_caught_by_every_reject_case(
 ) -> None:
     result = run([broken("wrong_error_class")], manifest=manifest)
     caught = {case for case in read_cases(manifest) if expected_outcome(manifest, case)["outcome"] == "reject"}
-    assert set(failed(result)) == caught | reference_read_failures
+    assert set(failed(result)) == caught | (reference_read_failures & set(read_cases(manifest)))
     assert {kind for case, kind in failed(result).items() if case in caught} == {"mismatch"}
 
 

@@ -9,9 +9,13 @@ type Torn struct {
 	Offset uint64
 }
 
-// ReadOptions select where a read starts.
+// ReadOptions select where a read starts and what it does with damage.
 type ReadOptions struct {
 	After *Ref // resume just after this record
+	// OnDamage, when set, makes the read tolerant (section 10.4): record
+	// damage and broken chains are reported to it and stepped over. A
+	// damaged header still ends the read with its error.
+	OnDamage func(Damage)
 }
 
 // logView is one listing of a log directory, as a reader sees it.
@@ -92,6 +96,16 @@ func (v *logView) finished(n uint32) bool { return v.present[n+1] }
 
 func (v *logView) highest() uint32 { return v.nums[len(v.nums)-1] }
 
+// nextPresent is the lowest segment present above n; there must be one.
+func (v *logView) nextPresent(n uint32) uint32 {
+	for _, m := range v.nums {
+		if m > n {
+			return m
+		}
+	}
+	panic("binlog: no segment above the highest")
+}
+
 // ReadLog reads the committed records of the log in dir, calling emit for
 // each, and reports a torn tail of the last segment. It never writes.
 func ReadLog(dir string, opts ReadOptions, emit func(Record) error) (*Torn, error) {
@@ -123,27 +137,47 @@ func ReadLog(dir string, opts ReadOptions, emit func(Record) error) (*Torn, erro
 		}
 	}
 	for {
-		h, end, err := v.readSegment(n, pos, &st, emit)
+		h, end, err := v.readSegment(n, pos, &st, opts.OnDamage, emit)
 		if err != nil {
 			return nil, err
 		}
 		if !v.present[n+1] {
-			if n+1 <= v.highest() {
+			if n+1 > v.highest() {
+				return v.tornTail(n, end)
+			}
+			if opts.OnDamage == nil {
 				return nil, &Error{Class: ClassChainBroken, Log: u32p(n + 1), Index: u64p(st.E), Msg: "missing segment"}
 			}
-			return v.tornTail(n, end)
+			// Step over the gap to the next present segment, from its base index (section 10.4).
+			later := v.nextPresent(n)
+			_, lh, err := v.header(later)
+			if err != nil {
+				return nil, err
+			}
+			d := Damage{Class: ClassChainBroken, Log: n + 1, Index: st.E}
+			if !lh.Legacy() {
+				st.E = lh.BaseIndex
+				d.ResumedIndex = u64p(st.E)
+			}
+			opts.OnDamage(d)
+			n, pos = later, firstRecord(lh)
+			continue
 		}
 		_, next, err := v.header(n + 1)
 		if err != nil {
 			return nil, err
 		}
-		if !h.Legacy() && !next.Legacy() {
+		if !h.Legacy() && !next.Legacy() && (next.LogID != h.LogID || next.BaseIndex != st.E) {
+			why := "base index differs"
 			if next.LogID != h.LogID {
-				return nil, recordError(ClassChainBroken, n+1, 0, st.E, "log id differs")
+				why = "log id differs"
 			}
-			if next.BaseIndex != st.E {
-				return nil, recordError(ClassChainBroken, n+1, 0, st.E, "base index differs")
+			if opts.OnDamage == nil {
+				return nil, recordError(ClassChainBroken, n+1, 0, st.E, why)
 			}
+			opts.OnDamage(Damage{Class: ClassChainBroken, Log: n + 1, Offset: u64p(0), Index: st.E,
+				ResumedIndex: u64p(next.BaseIndex)})
+			st.E = next.BaseIndex
 		}
 		if h.Legacy() && !next.Legacy() {
 			st.E = next.BaseIndex
@@ -161,7 +195,7 @@ func firstRecord(h *Header) uint64 {
 
 // readSegment returns the records of segment n from pos up to its segment
 // end (section 6.1), and returns the segment's header and that end.
-func (v *logView) readSegment(n uint32, pos uint64, st *walkState, emit func(Record) error) (*Header, uint64, error) {
+func (v *logView) readSegment(n uint32, pos uint64, st *walkState, onDamage func(Damage), emit func(Record) error) (*Header, uint64, error) {
 	s, h, err := v.header(n)
 	if err != nil {
 		return nil, 0, err
@@ -170,13 +204,15 @@ func (v *logView) readSegment(n uint32, pos uint64, st *walkState, emit func(Rec
 		end, err := readLegacySegment(s, h, pos, st, emit)
 		return h, end, err
 	}
-	end, err := v.readVersion2Segment(n, s, h, pos, st, emit)
+	end, err := v.readVersion2Segment(n, s, h, pos, st, onDamage, emit)
 	return h, end, err
 }
 
-func (v *logView) readVersion2Segment(n uint32, s *segmentFile, h *Header, pos uint64, st *walkState, emit func(Record) error) (uint64, error) {
-	pos, err := walkCommitted(s, pos, h.Active.CommitOffset, st, emit)
-	if err != nil || !v.finished(n) {
+// readVersion2Segment walks the committed records; a tolerant walk that
+// found nothing to resume at after damage ends the segment there (section 10.4).
+func (v *logView) readVersion2Segment(n uint32, s *segmentFile, h *Header, pos uint64, st *walkState, onDamage func(Damage), emit func(Record) error) (uint64, error) {
+	pos, lost, err := walkTolerant(s, pos, h.Active.CommitOffset, st, onDamage, emit)
+	if err != nil || lost || !v.finished(n) {
 		return pos, err
 	}
 	// Finished: the successor's header first, then N's slots again (8.4).
@@ -189,8 +225,8 @@ func (v *logView) readVersion2Segment(n uint32, s *segmentFile, h *Header, pos u
 		return 0, err
 	}
 	if slot.CommitOffset > pos {
-		if pos, err = walkCommitted(s, pos, slot.CommitOffset, st, emit); err != nil {
-			return 0, err
+		if pos, lost, err = walkTolerant(s, pos, slot.CommitOffset, st, onDamage, emit); err != nil || lost {
+			return pos, err
 		}
 	}
 	if slot.NextLogNumber != 0 || next.Legacy() {

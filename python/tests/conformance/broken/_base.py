@@ -16,6 +16,7 @@ Json = dict[str, Any]
 
 class ReferenceReader:
     name = "broken"
+    capabilities = ("legacy_v1", "refs")
 
     def hello(self) -> Json:
         return {
@@ -23,12 +24,18 @@ class ReferenceReader:
             "version": "0",
             "spec_version": SPEC_VERSION,
             "roles": ["reader"],
-            "capabilities": ["legacy_v1", "refs"],
+            "capabilities": list(self.capabilities),
             "choices": {"finished_segment_end": "tail_walk"},
         }
 
     def read(self, path: str, after: str | None) -> Json:
         return reference.read_log(path, after)
+
+    def read_tolerant(self, path: str) -> Json:
+        return reference.read_log_tolerant(path)
+
+    def read_split(self, path: str, log: int, start: int, stop: int) -> Json:
+        return reference.read_split_log(path, log, start, stop)
 
     def write(self, path: str, spec: Json) -> Json:
         raise serve.Unsupported("reader only")

@@ -1,7 +1,7 @@
 // Command binlog-go is the testee of the BinLog conformance suite: an
 // independent Go reader and writer of format version 2.
 //
-//	binlog-go read DIR [--after REF]
+//	binlog-go read DIR [--after REF | --tolerant | --split LOG:START:STOP]
 //	binlog-go write DIR < SPEC.json
 //	binlog-go recover DIR
 //	binlog-go session
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"binlog.example/goimpl/binlog"
 )
@@ -30,19 +31,21 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	usage := func() int {
-		fmt.Fprintln(stderr, "usage: binlog-go read DIR [--after REF] | write DIR < SPEC.json | recover DIR | session")
+		fmt.Fprintln(stderr, "usage: binlog-go read DIR [--after REF | --tolerant | --split LOG:START:STOP] |"+
+			" write DIR < SPEC.json | recover DIR | session")
 		return exitUsage
 	}
 	if len(args) == 0 {
 		return usage()
 	}
 	switch {
-	case args[0] == "read" && (len(args) == 2 || len(args) == 4 && args[2] == "--after"):
-		var after *string
-		if len(args) == 4 {
-			after = &args[3]
+	case args[0] == "read" && len(args) >= 2:
+		req, err := parseReadOptions(args[2:])
+		if err != nil {
+			fmt.Fprintln(stderr, "binlog-go:", err)
+			return usage()
 		}
-		res, code := readLog(args[1], after)
+		res, code := readLog(args[1], req)
 		if printJSON(stdout, stderr, res) != nil {
 			return exitUsage
 		}
@@ -64,6 +67,28 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return usage()
+}
+
+// parseReadOptions parses what follows "read DIR": nothing, --after REF
+// (a REF may begin with "-"), --tolerant, or --split LOG:START:STOP.
+func parseReadOptions(args []string) (readRequest, error) {
+	var req readRequest
+	switch {
+	case len(args) == 0:
+	case len(args) == 2 && args[0] == "--after":
+		req.After = &args[1]
+	case len(args) == 1 && args[0] == "--tolerant":
+		req.Tolerant = true
+	case len(args) == 2 && args[0] == "--split":
+		sp, err := parseSplit(args[1])
+		if err != nil {
+			return req, err
+		}
+		req.Split = sp
+	default:
+		return req, fmt.Errorf("unexpected read options %q", args)
+	}
+	return req, nil
 }
 
 // answer is the {"ok": ..., "error": ...} reply of write and recover.
@@ -111,10 +136,30 @@ func printJSON(w, stderr io.Writer, v any) error {
 }
 
 type request struct {
-	Op    string  `json:"op"`
-	Path  string  `json:"path"`
-	After *string `json:"after"`
+	Op       string    `json:"op"`
+	Path     string    `json:"path"`
+	After    *string   `json:"after"`
+	Tolerant bool      `json:"tolerant"`
+	Log      *uint32   `json:"log"`
+	Start    *intField `json:"start"`
+	Stop     *intField `json:"stop"`
 	writeSpec
+}
+
+// readRequest is what a session read asks for; nil when it asks for a
+// combination the protocol does not have.
+func (r request) readRequest() (readRequest, bool) {
+	req := readRequest{After: r.After, Tolerant: r.Tolerant}
+	if r.Log == nil {
+		return req, !(r.Tolerant && r.After != nil)
+	}
+	if r.Start == nil || r.Stop == nil || r.Tolerant || r.After != nil {
+		return req, false
+	}
+	start, err1 := strconv.ParseUint(string(*r.Start), 10, 64)
+	stop, err2 := strconv.ParseUint(string(*r.Stop), 10, 64)
+	req.Split = &split{Log: *r.Log, Start: start, Stop: stop}
+	return req, err1 == nil && err2 == nil
 }
 
 type helloReply struct {
@@ -163,13 +208,17 @@ func session(stdin io.Reader, stdout, stderr io.Writer) error {
 		case "hello":
 			v = helloReply{OK: true, Name: implName, Version: implVersion, SpecVersion: specVersion,
 				Roles:        []string{"reader", "writer"},
-				Capabilities: []string{"legacy_v1", "refs", "recover", "write"},
+				Capabilities: []string{"legacy_v1", "refs", "tolerant", "split", "recover", "write"},
 				// Section 14: the end of a finished, unsealed segment is
 				// computed by the tail walk of section 8.4.
 				Choices: map[string]string{"finished_segment_end": "tail_walk"}}
 		case "read":
-			res, _ := readLog(req.Path, req.After)
-			v = readReply{OK: true, readResult: res}
+			if rr, ok := req.readRequest(); ok {
+				res, _ := readLog(req.Path, rr)
+				v = readReply{OK: true, readResult: res}
+			} else {
+				v = answer{Error: unsupported()}
+			}
 		case "write":
 			err := writeLog(req.Path, req.writeSpec)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -142,7 +143,7 @@ func TestSessionServesRequestsLineByLine(t *testing.T) {
 		t.Fatalf("%d replies to 8 requests before bye: %v", len(replies), replies)
 	}
 	hello := replies[0]
-	if hello["spec_version"] != "2.0" || len(hello["capabilities"].([]any)) != 4 ||
+	if hello["spec_version"] != "2.0" || len(hello["capabilities"].([]any)) != 6 ||
 		hello["choices"].(map[string]any)["finished_segment_end"] != "tail_walk" {
 		t.Fatalf("hello: %v", hello)
 	}
@@ -154,5 +155,52 @@ func TestSessionServesRequestsLineByLine(t *testing.T) {
 		if e, _ := replies[i]["error"].(map[string]any); replies[i]["ok"] != false || e["class"] != classUnsupportedOperation {
 			t.Fatalf("reply %d: %v", i, replies[i])
 		}
+	}
+}
+
+func TestTolerantAndSplitReadsOnTheCommandLineAndInASession(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	runCLI(t, `{"records": [{"payload": "61", "asqn": "-1"}, {"payload": "6262", "asqn": "-1"}, {"payload": "63", "asqn": "-1"}]}`, "write", dir)
+	seg := filepath.Join(dir, "00000001.dat")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[297+41] ^= 1 // record 2's payload
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, code := runCLI(t, "", "read", dir, "--tolerant")
+	damage, _ := v["damage"].([]any)
+	if code != exitAccept || len(v["records"].([]any)) != 2 || len(damage) != 1 {
+		t.Fatalf("tolerant: %v %d", v, code)
+	}
+	want := map[string]any{"class": "checksum_mismatch", "log": 1.0, "offset": "297", "index": "2", "bytes_skipped": "42", "resumed_index": "3"}
+	if got := damage[0].(map[string]any); !reflect.DeepEqual(got, want) {
+		t.Fatalf("damage %v, want %v", got, want)
+	}
+	if v, code := runCLI(t, "", "read", dir); code != exitReject || v["damage"] != nil {
+		t.Fatalf("an ordinary read has no damage list: %v %d", v, code)
+	}
+	v, code = runCLI(t, "", "read", dir, "--split", "1:257:400")
+	if records := v["records"].([]any); code != exitAccept || len(records) != 1 || records[0].(map[string]any)["offset"] != "339" {
+		t.Fatalf("split: %v %d", v, code)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"read", dir, "--split", "1:257"}, strings.NewReader(""), &stdout, &stderr); code != exitUsage || stdout.Len() != 0 {
+		t.Fatalf("a malformed split: exit %d, stdout %q", code, stdout.String())
+	}
+	reqs := `{"op": "read", "path": "` + dir + `", "tolerant": true}
+{"op": "read", "path": "` + dir + `", "log": 1, "start": "256", "stop": "297"}
+{"op": "read", "path": "` + dir + `", "tolerant": true, "after": "1:256:1"}
+`
+	var out, errOut bytes.Buffer
+	if code := run([]string{"session"}, strings.NewReader(reqs), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], `"bytes_skipped":"42"`) || !strings.Contains(lines[1], `"records":[{"log":1,"offset":"256"`) ||
+		!strings.Contains(lines[2], classUnsupportedOperation) {
+		t.Fatalf("session replies: %q", lines)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"binlog.example/goimpl/binlog"
 )
@@ -35,11 +36,57 @@ type jsonTorn struct {
 	Offset string `json:"offset"`
 }
 
+// jsonDamage is one damaged region a tolerant read stepped over.
+type jsonDamage struct {
+	Class        string  `json:"class"`
+	Log          uint32  `json:"log"`
+	Offset       *string `json:"offset"`
+	Index        string  `json:"index"`
+	BytesSkipped string  `json:"bytes_skipped"`
+	ResumedIndex *string `json:"resumed_index"`
+}
+
 type readResult struct {
 	Outcome string       `json:"outcome"`
 	Records []jsonRecord `json:"records"`
 	Torn    *jsonTorn    `json:"torn"`
 	Error   *jsonError   `json:"error"`
+	// Damage is present, possibly empty, in the answer to a tolerant read only.
+	Damage *[]jsonDamage `json:"damage,omitempty"`
+}
+
+// readRequest says how to read: from the start, after a ref, tolerantly,
+// or one split [Start, Stop) of segment Log.
+type readRequest struct {
+	After    *string
+	Tolerant bool
+	Split    *split
+}
+
+type split struct {
+	Log         uint32
+	Start, Stop uint64
+}
+
+// parseSplit parses the command-line form LOG:START:STOP.
+func parseSplit(text string) (*split, error) {
+	parts := strings.Split(text, ":")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("split %q is not LOG:START:STOP", text)
+	}
+	log, err := strconv.ParseUint(parts[0], 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("split log number: %w", err)
+	}
+	start, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("split start: %w", err)
+	}
+	stop, err := strconv.ParseUint(parts[2], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("split stop: %w", err)
+	}
+	return &split{Log: uint32(log), Start: start, Stop: stop}, nil
 }
 
 // classUnsupportedOperation answers a request this implementation cannot serve.
@@ -86,22 +133,41 @@ const (
 	exitUsage       = 4
 )
 
+func toJSONDamage(d binlog.Damage) jsonDamage {
+	return jsonDamage{Class: string(d.Class), Log: d.Log, Offset: optU64s(d.Offset), Index: u64s(d.Index),
+		BytesSkipped: u64s(d.BytesSkipped), ResumedIndex: optU64s(d.ResumedIndex)}
+}
+
 // readLog runs a read and returns its canonical result and exit code.
-func readLog(dir string, after *string) (readResult, int) {
+func readLog(dir string, req readRequest) (readResult, int) {
 	res := readResult{Records: []jsonRecord{}}
+	collect := func(r binlog.Record) error {
+		res.Records = append(res.Records, toJSONRecord(r))
+		return nil
+	}
+	if req.Split != nil {
+		if err := binlog.ReadSplit(dir, req.Split.Log, req.Split.Start, req.Split.Stop, collect); err != nil {
+			res.Outcome, res.Error = "reject", toJSONError(err)
+			return res, exitReject
+		}
+		res.Outcome = "accept"
+		return res, exitAccept
+	}
 	var opts binlog.ReadOptions
-	if after != nil {
-		ref, err := binlog.ParseRef(*after)
+	if req.After != nil {
+		ref, err := binlog.ParseRef(*req.After)
 		if err != nil {
 			res.Outcome, res.Error = "reject", toJSONError(err)
 			return res, exitReject
 		}
 		opts.After = &ref
 	}
-	torn, err := binlog.ReadLog(dir, opts, func(r binlog.Record) error {
-		res.Records = append(res.Records, toJSONRecord(r))
-		return nil
-	})
+	if req.Tolerant {
+		damage := []jsonDamage{}
+		res.Damage = &damage
+		opts.OnDamage = func(d binlog.Damage) { damage = append(damage, toJSONDamage(d)) }
+	}
+	torn, err := binlog.ReadLog(dir, opts, collect)
 	switch {
 	case err != nil:
 		res.Outcome, res.Error = "reject", toJSONError(err)

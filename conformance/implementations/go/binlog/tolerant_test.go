@@ -1,0 +1,228 @@
+package binlog
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// readTolerantly reads dir as a tolerant reader and collects the damage it reports.
+func readTolerantly(t *testing.T, dir string) (readOutcome, []Damage) {
+	t.Helper()
+	var damage []Damage
+	out := readTestLog(t, dir, ReadOptions{OnDamage: func(d Damage) { damage = append(damage, d) }})
+	return out, damage
+}
+
+func refsOf(records []Record) []Ref {
+	refs := []Ref{}
+	for _, r := range records {
+		refs = append(refs, r.Ref())
+	}
+	return refs
+}
+
+func wantDamage(t *testing.T, got []Damage, want ...Damage) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("damage:\n got  %s\n want %s", fmtDamage(got), fmtDamage(want))
+	}
+}
+
+func fmtDamage(ds []Damage) string {
+	var b strings.Builder
+	for _, d := range ds {
+		fmt.Fprintf(&b, "%s %d %v %d %d %v; ", d.Class, d.Log, fmtp(d.Offset), d.Index, d.BytesSkipped, fmtp(d.ResumedIndex))
+	}
+	return b.String()
+}
+
+func TestTolerantReadResumesAtTheNextValidRecord(t *testing.T) {
+	dir := fixture(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[rec2+41] ^= 1; return b })
+	out, damage := readTolerantly(t, dir)
+	if out.err != nil || out.torn != nil {
+		t.Fatalf("%+v", out)
+	}
+	if got, want := refsOf(out.records), []Ref{{1, rec1, 1}, {1, rec3, 3}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v, want %v", got, want)
+	}
+	wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(rec2), 2, rec3 - rec2, u64p(3)})
+}
+
+func TestTolerantReadSearchesFromTheByteAfterTheDamageNotFromItsLength(t *testing.T) {
+	dir := fixture(t)
+	// A length of 2^31 - 1 with a valid header checksum: trusting it would skip record 3.
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+		be.PutUint32(b[rec2:], MaxLength)
+		resealRecord(b[rec2:])
+		return b
+	})
+	out, damage := readTolerantly(t, dir)
+	if out.err != nil || len(out.records) != 2 {
+		t.Fatalf("%+v", out)
+	}
+	wantDamage(t, damage, Damage{ClassLengthOutOfRange, 1, u64p(rec2), 2, rec3 - rec2, u64p(3)})
+}
+
+func TestTolerantReadSkipsARecordWhoseIndexIsBelowTheExpectedOne(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	stale := AppendRecord(nil, 1, NoAsqn, T0, []byte("old"))
+	payload := append(bytes.Repeat([]byte{0xee}, 20), stale...)
+	refs := writeTestLog(t, dir, []appendSpec{{"a", -1}, {string(payload), -1}, {"c", -1}})
+	// Damage record 2's header: the stale copy of index 1 inside its payload is valid but too old.
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[refs[1].Offset+20] ^= 1; return b })
+	out, damage := readTolerantly(t, dir)
+	if got, want := refsOf(out.records), []Ref{refs[0], refs[2]}; out.err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v (%v), want %v", got, out.err, want)
+	}
+	wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(refs[1].Offset), 2, refs[2].Offset - refs[1].Offset, u64p(3)})
+}
+
+func TestTolerantReadEndsTheSegmentAtMinOfCommitPointAndFileSize(t *testing.T) {
+	t.Run("damage in the last record", func(t *testing.T) {
+		dir := fixture(t)
+		patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[rec3+41] ^= 1; return b })
+		out, damage := readTolerantly(t, dir)
+		if out.err != nil || len(out.records) != 2 {
+			t.Fatalf("%+v", out)
+		}
+		wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(rec3), 3, rec3End - rec3, nil})
+	})
+	t.Run("file shorter than the commit point", func(t *testing.T) {
+		dir := fixture(t)
+		patchFile(t, segPath(dir, 1), func(b []byte) []byte { return b[:rec2+20] })
+		out, damage := readTolerantly(t, dir)
+		if out.err != nil || out.torn != nil || len(out.records) != 1 {
+			t.Fatalf("%+v", out)
+		}
+		wantDamage(t, damage, Damage{ClassTruncated, 1, u64p(rec2), 2, 20, nil})
+	})
+	t.Run("commit point inside a payload", func(t *testing.T) {
+		dir := fixture(t)
+		patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+			publishInto(t, b, 1, func(s *Slot) { s.CommitOffset = rec2 + 41 })
+			return b
+		})
+		out, damage := readTolerantly(t, dir)
+		if out.err != nil || len(out.records) != 1 || out.torn == nil || *out.torn != (Torn{1, rec2 + 41}) {
+			t.Fatalf("%+v", out)
+		}
+		wantDamage(t, damage, Damage{ClassLengthOutOfRange, 1, u64p(rec2), 2, 41, nil})
+	})
+}
+
+func TestTolerantReadReportsTheChainAfterRecordsLostUpToTheSegmentEnd(t *testing.T) {
+	dir := twoSegments(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[rec2+41] ^= 1; return b })
+	out, damage := readTolerantly(t, dir)
+	if got, want := refsOf(out.records), []Ref{{1, rec1, 1}, {2, 256, 3}}; out.err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v (%v), want %v", got, out.err, want)
+	}
+	wantDamage(t, damage,
+		Damage{ClassChecksumMismatch, 1, u64p(rec2), 2, rec3 - rec2, nil},
+		Damage{ClassChainBroken, 2, u64p(0), 2, 0, u64p(3)})
+}
+
+func TestTolerantReadStepsOverAMissingSegment(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	writeTestLog(t, dir, threeRecords, 2, 3)
+	if err := os.Remove(segPath(dir, 2)); err != nil {
+		t.Fatal(err)
+	}
+	out, damage := readTolerantly(t, dir)
+	if got, want := refsOf(out.records), []Ref{{1, rec1, 1}, {3, 256, 3}}; out.err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v (%v), want %v", got, out.err, want)
+	}
+	wantDamage(t, damage, Damage{ClassChainBroken, 2, nil, 2, 0, u64p(3)})
+}
+
+func TestTolerantReadStopsAtADamagedHeader(t *testing.T) {
+	dir := twoSegments(t)
+	patchFile(t, segPath(dir, 2), func(b []byte) []byte { b[40] ^= 1; return b })
+	out, damage := readTolerantly(t, dir)
+	two := uint32(2)
+	wantError(t, out.err, ClassBadHeader, &two, u64p(92), nil)
+	if len(out.records) != 2 || len(damage) != 0 {
+		t.Fatalf("%+v %v", out, damage)
+	}
+}
+
+// splitLog writes records of many sizes, one of whose payloads ends with a
+// whole valid record carrying index 9, and returns the directory and refs.
+func splitLog(t *testing.T) (string, []Ref) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "log")
+	var appends []appendSpec
+	for i := 0; i < 12; i++ {
+		payload := bytes.Repeat([]byte{byte('a' + i)}, (i*37)%90)
+		if i == 4 {
+			payload = append(payload, AppendRecord(nil, 9, NoAsqn, T0, []byte("inside"))...)
+		}
+		appends = append(appends, appendSpec{string(payload), -1})
+	}
+	return dir, writeTestLog(t, dir, appends)
+}
+
+func readSplit(t *testing.T, dir string, log uint32, start, stop uint64) []Ref {
+	t.Helper()
+	var records []Record
+	if err := ReadSplit(dir, log, start, stop, func(r Record) error { records = append(records, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return refsOf(records)
+}
+
+func TestConsecutiveSplitsReturnEveryRecordExactlyOnce(t *testing.T) {
+	dir, refs := splitLog(t)
+	size := uint64(len(readFile(t, segPath(dir, 1))))
+	for parts := uint64(1); parts <= 9; parts++ {
+		var union []Ref
+		for part := uint64(0); part < parts; part++ {
+			start, stop := 256+(size-256)*part/parts, 256+(size-256)*(part+1)/parts
+			union = append(union, readSplit(t, dir, 1, start, stop)...)
+		}
+		if !reflect.DeepEqual(union, refs) {
+			t.Fatalf("%d splits returned %v, want %v", parts, union, refs)
+		}
+	}
+}
+
+func TestSplitBoundaries(t *testing.T) {
+	dir, refs := splitLog(t)
+	cases := []struct {
+		name        string
+		start, stop uint64
+		want        []Ref
+	}{
+		{"start inside a record header", refs[2].Offset + 7, math.MaxUint64, refs[3:]},
+		{"start on a boundary", refs[2].Offset, math.MaxUint64, refs[2:]},
+		{"stop inside a record", 256, refs[6].Offset + 1, refs[:7]},
+		{"stop on a boundary", 256, refs[6].Offset, refs[:6]},
+		{"start before a record inside a payload", refs[4].Offset + 41, math.MaxUint64, refs[5:]},
+		{"start inside the last record", refs[11].Offset + 1, math.MaxUint64, []Ref{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := readSplit(t, dir, 1, c.start, c.stop); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("split [%d, %d): %v, want %v", c.start, c.stop, got, c.want)
+			}
+		})
+	}
+}
+
+func TestSplitNeverReturnsARecordBeyondTheCommitPoint(t *testing.T) {
+	dir := fixture(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { return AppendRecord(b, 4, NoAsqn, T0, []byte("unpublished")) })
+	if got, want := readSplit(t, dir, 1, 256, math.MaxUint64), []Ref{{1, rec1, 1}, {1, rec2, 2}, {1, rec3, 3}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	if got := readSplit(t, dir, 1, rec3End, math.MaxUint64); len(got) != 0 {
+		t.Fatalf("a split beyond the commit point returned %v", got)
+	}
+}
