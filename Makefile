@@ -4,12 +4,14 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# The compiled accelerator is built by the editable install: an edited crate is rebuilt by it.
+NATIVE_SOURCES := $(wildcard python/native/Cargo.toml python/native/Cargo.lock python/native/src/*.rs)
 
 .PHONY: all venv test lint typecheck unit ksy go-impl fixtures fixtures-check conformance crash-full bench demo clean
 
 all: test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(NATIVE_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,spark]'

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import random
+import shutil
 import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
 
@@ -264,3 +266,10 @@ def test_batch_stops_at_the_commit_point_and_goes_on_when_it_moves() -> None:
     decoder.limit = START + len(data)
     decoder.feed(data[3 * size :])
     assert [e.payload for e in decoder.next_batch()] == [b"d"]
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="no Rust toolchain: the pure-Python package is what installs")
+def test_the_accelerator_is_built_wherever_a_rust_toolchain_is_present() -> None:
+    # The extension is optional at install time; without this check a failed build would leave
+    # every native test skipped and the package silently slower.
+    assert importlib.util.find_spec("openbinlog._native") is not None

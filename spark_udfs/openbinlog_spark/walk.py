@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from construct import Construct, FormatField
 
-from openbinlog import Damage, Entry
+from openbinlog import Damage, Entry, _accel
 from openbinlog._crc import mask
 from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, RecordHeader
 from openbinlog._records import RecordDecoder, find_next_record
@@ -141,7 +141,22 @@ def _walk_lengths(buf: bytes, end: int) -> tuple[list[int], list[int], list[int]
     return starts, header_crcs, payload_crcs, pos
 
 
-def _slice_records(buf: bytes, starts: list[int], end: int) -> tuple[np.ndarray, np.ndarray, pa.BinaryArray]:
+def _walk(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``_walk_lengths`` with arrays for lists: record starts (int64), header and payload CRC32Cs (uint32).
+
+    Compiled when ``openbinlog._accel`` says so: that walk returns the same
+    numbers, as bytes numpy wraps without a Python object per record.
+    """
+    if _accel.walk_lengths is not None:
+        starts, header_crcs, payload_crcs, walked_to = _accel.walk_lengths(buf, end)
+        crcs = np.frombuffer(header_crcs, dtype=np.uint32), np.frombuffer(payload_crcs, dtype=np.uint32)
+        return np.frombuffer(starts, dtype=np.int64), *crcs, walked_to
+    found_starts, found_header_crcs, found_payload_crcs, walked_to = _walk_lengths(buf, end)
+    crcs = np.array(found_header_crcs, dtype=np.uint32), np.array(found_payload_crcs, dtype=np.uint32)
+    return np.array(found_starts, dtype=np.int64), *crcs, walked_to
+
+
+def _slice_records(buf: bytes, starts: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray, pa.BinaryArray]:
     """Record starts, their 40-byte headers and their payloads, cut out of ``buf`` by Arrow in bulk."""
     count = len(starts)
     offsets = np.empty(count + 1, dtype=np.int32)
@@ -155,7 +170,7 @@ def _slice_records(buf: bytes, starts: list[int], end: int) -> tuple[np.ndarray,
 
 
 def _valid_count(
-    headers: np.ndarray, header_crcs: list[int], payload_crcs: list[int], next_index: int, last_asqn: int
+    headers: np.ndarray, header_crcs: np.ndarray, payload_crcs: np.ndarray, next_index: int, last_asqn: int
 ) -> int:
     """How many records, from the first, pass every check of spec 4.3.1."""
     count = len(headers)
@@ -297,9 +312,9 @@ class RangeWalker:
         while pos < stop:
             self.position, self.next_index = pos, next_index
             buf = self.source.read_at(pos, min(self.chunk_bytes, readable_end - pos))
-            starts, header_crcs, payload_crcs, walked_to = _walk_lengths(buf, len(buf))
+            starts, header_crcs, payload_crcs, walked_to = _walk(buf, len(buf))
             valid = 0
-            if starts:
+            if len(starts):
                 at, headers, payloads = _slice_records(buf, starts, walked_to)
                 valid = _valid_count(headers, header_crcs, payload_crcs, next_index, last_asqn)
                 if valid:

@@ -62,6 +62,7 @@ ORDER = (
     "R1.floor",
     "R2",
     "R3",
+    "R3.ceiling",
     "F1",
     "F1.p99",
     "M1",

@@ -17,6 +17,7 @@ from typing import Any
 from crc32c import crc32c
 
 from openbinlog import HEADER_SIZE, RECORD_HEADER_SIZE, Reader, RecordDecoder
+from openbinlog._accel import DECODER
 
 from .logs import BuiltLog, segment_files
 from .measure import Row, compared, rate, side_by_side
@@ -129,7 +130,7 @@ def measure_reads(log: BuiltLog, plan: Plan) -> list[Row]:
         lambda: rate(lambda: reader_walk(log.path)), lambda: rate(lambda: bare_walk(log.path)), plan.repeats
     )
     row = Row("R1", "verified sequential read, Reader", "records/s", **where, versus="bare length walk, no CRC")
-    row.note = f"{seen} records, {log.bytes / MB:.0f} MB"
+    row.note = f"{seen} records, {log.bytes / MB:.0f} MB, {DECODER} decoder"
     decoded = decoder_walk(log.path)
     if decoded != seen:
         raise RuntimeError(f"{log.path}: the decoder returned {decoded} records, the reader {seen}")
@@ -137,7 +138,7 @@ def measure_reads(log: BuiltLog, plan: Plan) -> list[Row]:
     split = Row(
         "R1.codec", "verified read, RecordDecoder alone", "records/s", **where, versus="bare length walk, no CRC"
     )
-    split.note = "the codec's batch decode without the Reader around it: where R1's time goes"
+    split.note = f"the codec's batch decode without the Reader around it: where R1's time goes ({DECODER} decoder)"
     floors, floor_baselines = side_by_side(
         lambda: rate(lambda: checksum_floor_walk(log.path)), lambda: rate(lambda: bare_walk(log.path)), plan.repeats
     )

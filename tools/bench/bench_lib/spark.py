@@ -34,6 +34,8 @@ import tempfile
 import time
 from typing import Any
 
+from openbinlog._accel import DECODER
+
 from .logs import BuiltLog
 from .measure import Row, compared, not_run
 from .processes import READY, worker_command
@@ -41,6 +43,7 @@ from .processes import READY, worker_command
 SPARK_TIMEOUT = 1800.0
 START_TIMEOUT = 600.0
 MASTERS = ("local[1]", "local[2]")
+PREBUILT = "prebuilt:"  # a scan request for the log's first batch sent again and again (R3.ceiling)
 
 
 def spark_unavailable() -> str | None:
@@ -80,6 +83,7 @@ def spark_worker(arguments: dict[str, Any]) -> None:
     from pyspark.sql import DataFrame, SparkSession  # noqa: PLC0415
 
     import openbinlog_spark  # noqa: PLC0415
+    from openbinlog_spark.bench import PrebuiltBatches  # noqa: PLC0415
 
     session = (
         SparkSession.builder.master(arguments["master"])
@@ -93,11 +97,14 @@ def spark_worker(arguments: dict[str, Any]) -> None:
     )
     session.sparkContext.setLogLevel("ERROR")
     openbinlog_spark.register(session)
+    session.dataSource.register(PrebuiltBatches)
     jobs: dict[str, tuple[DataFrame, int]] = {}
     try:
         for path in arguments["logs"]:
             frame = session.read.format("binlog").load(path)
             jobs[path] = (frame, frame.count())  # the first scan also starts the Python workers
+            prebuilt = session.read.format(PrebuiltBatches.name()).option("records", jobs[path][1]).load(path)
+            jobs[PREBUILT + path] = (prebuilt, prebuilt.count())
         print(json.dumps({READY: binding}), flush=True)
         for line in sys.stdin:
             frame, records = jobs[line.strip()]
@@ -153,11 +160,15 @@ class SparkWorker:
         self.errors.close()
 
 
-def _rows_for(log: BuiltLog) -> tuple[Row, Row]:
+def _rows_for(log: BuiltLog) -> tuple[Row, Row, Row]:
     where: dict[str, Any] = dict(record_size=log.record_size, log_size=log.log_size)
+    ceiling = Row("R3.ceiling", "Spark records/s, local[1], pre-built batches", "records/s", **where)
+    ceiling.versus = "Reader, one process"
+    ceiling.note = "the source's first Arrow batch sent again and again: Spark's own cost per row, the ceiling of R3"
     return (
         Row("R2", "Spark records/s, local[2]", "records/s", **where, versus="local[1]"),
         Row("R3", "Spark records/s per core (local[1])", "records/s", **where, versus="Reader, one process"),
+        ceiling,
     )
 
 
@@ -170,11 +181,12 @@ def spark_rates(logs: list[BuiltLog], repeats: int) -> tuple[dict[str, dict[str,
         binding = ", ".join(
             f"{master} {worker.answer(timeout=START_TIMEOUT)[READY]}" for master, worker in workers.items()
         )
-        rates: dict[str, dict[str, list[float]]] = {master: {path: [] for path in paths} for master in MASTERS}
+        scans = [scan for path in paths for scan in (path, PREBUILT + path)]
+        rates: dict[str, dict[str, list[float]]] = {master: {scan: [] for scan in scans} for master in MASTERS}
         for turn in range(repeats):
-            for path in paths:
+            for scan in scans:
                 for master in MASTERS if turn % 2 == 0 else MASTERS[::-1]:
-                    rates[master][path].append(workers[master].scan(path))
+                    rates[master][scan].append(workers[master].scan(scan))
         return rates, binding
     finally:
         for worker in workers.values():
@@ -198,8 +210,10 @@ def measure_spark(logs: list[BuiltLog], reader_rates: dict[str, float], repeats:
         return rows
     for log in logs:
         path = str(log.path)
-        scaling, per_core = _rows_for(log)
-        scaling.note = per_core.note = binding
+        scaling, per_core, ceiling = _rows_for(log)
+        # Spark's Python workers inherit this process's environment: they choose the same walk.
+        scaling.note = per_core.note = f"{binding}; {DECODER} walk"
         rows.append(compared(scaling, rates["local[2]"][path], rates["local[1]"][path], bar=1.7))
         rows.append(compared(per_core, rates["local[1]"][path], [reader_rates[path]], bar=0.5))
+        rows.append(compared(ceiling, rates["local[1]"][PREBUILT + path], [reader_rates[path]]))
     return rows

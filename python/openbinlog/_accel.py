@@ -1,0 +1,54 @@
+"""Whether the compiled accelerator ``openbinlog._native`` is used, decided once for the package.
+
+It is used when it was built, unless the environment sets
+``OPENBINLOG_PURE_PYTHON=1``, and only if it reads a record header packed by
+``RECORD_HEADER`` (the layout of ``_format``) back to the same fields. The
+pure-Python code stays the reference and the fallback: tests prove the native
+walks equal to it, so the choice changes the speed, never a result.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._format import RECORD_HEADER, RECORD_HEADER_SIZE
+
+if TYPE_CHECKING:
+    from ._native import Verifier as NativeVerifier
+
+PURE_PYTHON_VARIABLE = "OPENBINLOG_PURE_PYTHON"
+
+# Every field different, a negative asqn among them: a field read at the wrong place, width or sign differs.
+_PROBE_FIELDS = (
+    0x0102_0304,
+    0x05,
+    0x06,
+    0x0708,
+    0x090A_0B0C_0D0E_0F10,
+    -0x1112_1314_1516_1718,
+    0x191A_1B1C_1D1E_1F20,
+    0x2122_2324,
+    0x2526_2728,
+)
+
+walk_lengths: Callable[[bytes, int], tuple[bytes, bytes, bytes, int]] | None = None
+Verifier: type[NativeVerifier[Any]] | None = None
+
+if os.environ.get(PURE_PYTHON_VARIABLE) == "1":
+    DECODER = f"pure ({PURE_PYTHON_VARIABLE}=1)"
+else:
+    try:
+        from . import _native
+    except ImportError:
+        DECODER = "pure (openbinlog._native not built)"
+    else:
+        _probe = RECORD_HEADER.pack(*_PROBE_FIELDS)
+        if _native.RECORD_HEADER_SIZE == RECORD_HEADER_SIZE and _native.read_header(_probe) == _PROBE_FIELDS:
+            walk_lengths, Verifier = _native.walk_lengths, _native.Verifier
+            DECODER = "native"
+        else:
+            DECODER = "pure (openbinlog._native disagrees with the record header layout)"
+            warnings.warn(f"{DECODER}: the pure-Python code is used", RuntimeWarning, stacklevel=1)

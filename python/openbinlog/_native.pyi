@@ -1,0 +1,32 @@
+"""The compiled accelerator (``python/native``); use it through ``openbinlog._accel`` only."""
+
+from typing import Final, Generic, TypeVar
+
+_Entry = TypeVar("_Entry")
+
+RECORD_HEADER_SIZE: Final[int]
+
+def walk_lengths(buf: bytes, end: int, /) -> tuple[bytes, bytes, bytes, int]:
+    """``openbinlog_spark.walk._walk_lengths``: record starts (native int64), raw header and payload
+    CRC32Cs (native uint32), as bytes numpy can wrap; and where the walk stopped."""
+
+def read_header(data: bytes, /) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """The fields of the record header at the start of ``data``, as ``RECORD_HEADER.unpack_from``."""
+
+class Verifier(Generic[_Entry]):
+    """``RecordDecoder._verified_run_pure`` in compiled code, building ``entry_type`` objects."""
+
+    def __init__(self, entry_type: type[_Entry], /) -> None: ...
+    def verified_run(
+        self,
+        buf: bytes,
+        pos: int,
+        end: int,
+        most: int,
+        offset: int,
+        log: int,
+        next_index: int,
+        last_asqn: int,
+        /,
+    ) -> tuple[list[_Entry], int, int, int, int]:
+        """Entries of ``buf[pos:end]``, then the buffer position, offset, next index and last asqn after them."""
