@@ -305,9 +305,21 @@ def _piece(item: RangeItem, start: int, stop: int) -> RangeItem:
 
 def task_count(total: int, options: ReadOptions) -> int:
     """Spark's rule for files: tasks of at most ``maxPartitionBytes``, and ``minPartitions`` of them
-    as long as each still weighs ``openCostInBytes``."""
+    as long as each still weighs ``openCostInBytes``.
+
+    When that makes more tasks than ``minPartitions`` (the cores, by
+    default), the count is rounded up to whole waves of ``minPartitions``:
+    three tasks on two cores leave one core idle while the last one runs,
+    four smaller ones do not.
+    """
     open_cost = max(options.open_cost, 1)
-    return max(1, -(-total // max(options.max_partition_bytes, 1)), min(options.min_partitions, total // open_cost))
+    cores = options.min_partitions
+    count = max(1, -(-total // max(options.max_partition_bytes, 1)), min(cores, total // open_cost))
+    if cores > 1 and count > cores:
+        waves = -(-count // cores) * cores
+        if total // waves >= open_cost:
+            count = waves
+    return count
 
 
 def cut(items: Sequence[Item], options: ReadOptions) -> list[BinlogPartition]:

@@ -271,6 +271,24 @@ def test_one_and_a_half_segments_make_one_equal_task_per_core(tmp_path: Path, co
     assert (records, damages) == (strict_reference(directory), [])
 
 
+@pytest.mark.parametrize(("cores", "tasks"), [(2, 4), (3, 3), (4, 4)])
+def test_more_tasks_than_cores_come_in_whole_waves(tmp_path: Path, cores: int, tasks: int) -> None:
+    directory = tmp_path / "log"
+    with Writer(directory, durability="os", max_segment_bytes=40_000) as log:
+        for payload in payloads(150, 300):
+            log.append(payload)
+    total = sum(path.stat().st_size for path in directory.glob("*.dat"))
+    # Three tasks by size: on two cores that is two waves with one core idle in the second.
+    options = {"minPartitions": str(cores), "openCostInBytes": "1k", "maxPartitionBytes": str(total // 3 + 1)}
+    source = BinlogDataSource({"path": str(directory), **options})
+    partitions = source.reader(source.schema()).partitions()
+    weights = [sum(item.weight for item in partition.value) for partition in partitions]
+    assert len(weights) == tasks
+    assert max(weights) - min(weights) <= 2
+    records, damages, _ = planned(directory, **options)
+    assert (records, damages) == (strict_reference(directory), [])
+
+
 def test_split_size_does_not_change_a_valid_log(tmp_path: Path) -> None:
     directory = tmp_path / "log"
     with Writer(directory, durability="os") as log:
