@@ -238,6 +238,20 @@ class RecordDecoder:
             self._chunks.append(bytes(data))
             self._chunk_bytes += len(data)
 
+    def refill(self, data: bytes) -> None:
+        """Replace every byte fed and not yet consumed with ``data``, the bytes of the segment from
+        ``offset`` on: an adapter that can read at any offset hands over one contiguous piece,
+        and the buffer is never copied to join what was left of it with what comes next."""
+        self._buf = b""
+        self._pos = 0
+        self._chunks = []
+        self._chunk_bytes = 0
+        self.feed(data)
+
+    def pending(self) -> int:
+        """Bytes fed and not yet consumed."""
+        return len(self._buf) - self._pos + self._chunk_bytes
+
     def _available(self, needed: int) -> bool:
         """Make at least ``needed`` bytes contiguous in the buffer, if they have been fed."""
         have = len(self._buf) - self._pos

@@ -87,7 +87,9 @@ def next_entries(
 
     Returns the entries (none when the walk is over for now) and how far the
     file has been fed. Reads are large and bounded by ``end``: memory stays
-    proportional to the bytes actually present.
+    proportional to the bytes actually present. Each read starts where the
+    decoder stands, so the few bytes of a record cut by the previous read are
+    read again rather than joined to the next read by a copy of it.
     """
     while True:
         entries = decoder.next_batch(most)
@@ -98,12 +100,13 @@ def next_entries(
                 return entries, fed
             decoder.end_of_input()
             continue
-        data = read_at(fed, min(max(decoder.wanted(), READ_CHUNK), end - fed))
-        if not data:
+        start, held = decoder.offset, decoder.pending()
+        data = read_at(start, min(max(held + decoder.wanted(), READ_CHUNK), end - start))
+        if len(data) <= held:  # nothing new: the file ends before ``end``
             end = fed
             continue
-        decoder.feed(data)
-        fed += len(data)
+        decoder.refill(data)
+        fed = start + len(data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,6 +86,57 @@ def test_committed_records_decode_whole_bytewise_and_with_trailing_bytes(
     assert decoder.offset == limit and decoder.done
 
 
+@pytest.mark.spec("R-8", "R-10")
+@given(st.lists(payloads, max_size=6), st.lists(st.integers(min_value=1, max_value=700), min_size=1), st.data())
+def test_reads_from_the_decoders_offset_yield_what_feeding_the_whole_does(
+    items: list[bytes], sizes: list[int], data: st.DataObject
+) -> None:
+    # next_entries reads each piece from where the decoder stands and hands it over with refill():
+    # bytes already held are read again, never joined by a copy. Pieces of any size, a damaged
+    # record or a file ending early must give the entries, error and state feeding whole gives.
+    whole = records(items)
+    if whole and data.draw(st.booleans()):
+        whole = whole[: data.draw(st.integers(min_value=0, max_value=len(whole) - 1))]
+    limit = START + len(records(items))
+    segment = bytes(START) + whole
+
+    def read_at(offset: int, size: int) -> bytes:
+        return segment[offset : offset + size]
+
+    def outcome(make: Callable[[RecordDecoder], list[Entry]]) -> tuple[list[Entry], str | None, int, int]:
+        decoder = RecordDecoder(log=1, offset=START, next_index=1, limit=limit)
+        got: list[Entry] = []
+        error = None
+        try:
+            got = make(decoder)
+        except BinlogError as exc:
+            error = f"{exc.error_class}@{exc.offset}"
+        return got, error, decoder.offset, decoder.next_index
+
+    def whole_fed(decoder: RecordDecoder) -> list[Entry]:
+        decoder.feed(whole)
+        decoder.end_of_input()
+        return list(decoder)
+
+    def refilled(decoder: RecordDecoder) -> list[Entry]:
+        got: list[Entry] = []
+        fed, turn = START, 0
+        while True:
+            got += decoder
+            if decoder.done or decoder.input_ended:
+                return got
+            start, held = decoder.offset, decoder.pending()
+            piece = read_at(start, held + sizes[turn % len(sizes)])
+            turn += 1
+            if len(piece) <= held or fed >= limit:
+                decoder.end_of_input()
+                continue
+            decoder.refill(piece)
+            fed = start + len(piece)
+
+    assert outcome(refilled) == outcome(whole_fed)
+
+
 @pytest.mark.spec("R-12", "W-21")
 @given(st.lists(small_payloads, min_size=1, max_size=4), st.data())
 def test_torn_tail_at_every_byte_of_the_last_record_is_ignored(items: list[bytes], data: st.DataObject) -> None:
