@@ -2,7 +2,8 @@
 
 It is used when it was built, unless the environment sets
 ``OPENBINLOG_PURE_PYTHON=1``, and only if it reads a record header packed by
-``RECORD_HEADER`` (the layout of ``_format``) back to the same fields. The
+``RECORD_HEADER`` (the layout of ``_format``) back to the same fields and
+repeats the format's constants with their values. The
 pure-Python code stays the reference and the fallback: tests prove the native
 walks equal to it, so the choice changes the speed, never a result.
 """
@@ -14,7 +15,8 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._format import RECORD_HEADER, RECORD_HEADER_SIZE
+from ._crc import MASK_DELTA
+from ._format import FRAME_DATA, MAX_RECORD_LENGTH, MIN_RECORD_LENGTH, NO_ASQN, RECORD_HEADER, RECORD_HEADER_SIZE
 
 if TYPE_CHECKING:
     from ._native import Verifier as NativeVerifier
@@ -46,9 +48,18 @@ else:
         DECODER = "pure (openbinlog._native not built)"
     else:
         _probe = RECORD_HEADER.pack(*_PROBE_FIELDS)
-        if _native.RECORD_HEADER_SIZE == RECORD_HEADER_SIZE and _native.read_header(_probe) == _PROBE_FIELDS:
+        _constants = (RECORD_HEADER_SIZE, MIN_RECORD_LENGTH, MAX_RECORD_LENGTH, FRAME_DATA, NO_ASQN, MASK_DELTA)
+        _native_constants = (
+            _native.RECORD_HEADER_SIZE,
+            _native.MIN_RECORD_LENGTH,
+            _native.MAX_RECORD_LENGTH,
+            _native.FRAME_DATA,
+            _native.NO_ASQN,
+            _native.MASK_DELTA,
+        )
+        if _native_constants == _constants and _native.read_header(_probe) == _PROBE_FIELDS:
             walk_lengths, Verifier = _native.walk_lengths, _native.Verifier
             DECODER = "native"
         else:
-            DECODER = "pure (openbinlog._native disagrees with the record header layout)"
+            DECODER = "pure (openbinlog._native disagrees with the record layout or constants)"
             warnings.warn(f"{DECODER}: the pure-Python code is used", RuntimeWarning, stacklevel=1)

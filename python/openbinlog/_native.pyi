@@ -5,6 +5,11 @@ from typing import Final, Generic, TypeVar
 _Entry = TypeVar("_Entry")
 
 RECORD_HEADER_SIZE: Final[int]
+MIN_RECORD_LENGTH: Final[int]
+MAX_RECORD_LENGTH: Final[int]
+FRAME_DATA: Final[int]
+NO_ASQN: Final[int]
+MASK_DELTA: Final[int]
 
 def walk_lengths(buf: bytes, end: int, /) -> tuple[bytes, bytes, bytes, int]:
     """``openbinlog_spark.walk._walk_lengths``: record starts (native int64), raw header and payload

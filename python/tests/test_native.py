@@ -279,6 +279,16 @@ def test_verifier_refuses_a_class_without_entry_slots() -> None:
         _native.Verifier(Other)
 
 
+@pytest.mark.parametrize("base", [dict, set, Exception])
+def test_verifier_refuses_a_class_with_a_builtin_base(base: type) -> None:
+    # Entries are allocated without tp_new: the state of a built-in base would be left unset,
+    # and the interpreter would crash on first use or deallocation.
+    assert _native is not None
+    derived = type("Derived", (base,), {"__slots__": Entry.__slots__})
+    with pytest.raises(TypeError, match="object alone"):
+        _native.Verifier(derived)
+
+
 def test_verifier_refuses_a_class_whose_init_does_more_than_fill_slots() -> None:
     assert _native is not None
 
@@ -323,16 +333,26 @@ def test_header_layout_check_reads_the_format_declaration() -> None:
     assert _native.read_header(RECORD_HEADER.pack(*fields)) == fields
 
 
-def test_native_module_that_reads_headers_differently_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("read_header", lambda data: RECORD_HEADER.unpack_from(data)[::-1]),
+        ("MIN_RECORD_LENGTH", 35),
+        ("MASK_DELTA", 0),
+    ],
+)
+def test_native_module_that_disagrees_with_the_format_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: object
+) -> None:
     assert _native is not None
     swapped = types.ModuleType("openbinlog._native")
     vars(swapped).update(vars(_native))
-    swapped.read_header = lambda data: RECORD_HEADER.unpack_from(data)[::-1]  # type: ignore[attr-defined]
+    setattr(swapped, name, value)
     monkeypatch.delenv(_accel.PURE_PYTHON_VARIABLE, raising=False)
     monkeypatch.setitem(sys.modules, "openbinlog._native", swapped)
     monkeypatch.setattr(openbinlog, "_native", swapped)
     try:
-        with pytest.warns(RuntimeWarning, match="layout"):
+        with pytest.warns(RuntimeWarning, match="layout or constants"):
             reloaded = importlib.reload(_accel)
         assert reloaded.walk_lengths is None and reloaded.Verifier is None
         assert reloaded.DECODER.startswith("pure")

@@ -226,6 +226,18 @@ impl Verifier {
                 "entry slots {fields:?}, expected {ENTRY_FIELDS:?}"
             )));
         }
+        // Entries are allocated by tp_alloc and never pass through tp_new: sound only when nothing
+        // but `object` lies under the class (a dict, set or exception base would be left unset).
+        let object = py.get_type::<pyo3::types::PyAny>();
+        let mro = entry_type.getattr("__mro__")?;
+        if mro.len()? != 2
+            || !mro.get_item(1)?.is(&object)
+            || !entry_type.getattr("__new__")?.is(&object.getattr("__new__")?)
+        {
+            return Err(PyTypeError::new_err(
+                "the entry class must derive from object alone, with object's __new__",
+            ));
+        }
         // Entries are made without calling __init__: it must do nothing but fill the slots.
         if entry_type.hasattr("__post_init__")? {
             return Err(PyTypeError::new_err("the entry class has a __post_init__"));
@@ -384,7 +396,13 @@ impl Verifier {
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Every constant of the format this module repeats, for the package to compare with its own.
     module.add("RECORD_HEADER_SIZE", RECORD_HEADER_SIZE)?;
+    module.add("MIN_RECORD_LENGTH", MIN_RECORD_LENGTH)?;
+    module.add("MAX_RECORD_LENGTH", MAX_RECORD_LENGTH)?;
+    module.add("FRAME_DATA", FRAME_DATA)?;
+    module.add("NO_ASQN", NO_ASQN)?;
+    module.add("MASK_DELTA", MASK_DELTA)?;
     module.add_function(wrap_pyfunction!(walk_lengths, module)?)?;
     module.add_function(wrap_pyfunction!(read_header, module)?)?;
     module.add_class::<Verifier>()?;
