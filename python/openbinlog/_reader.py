@@ -584,12 +584,15 @@ class Reader:
         cursor = self._cursor
         assert cursor is not None
         start = error.offset if error.offset is not None else cursor.offset
-        limit = cursor.limit
         if isinstance(cursor, _LegacyCursor):
             # Version 1 records carry nothing to resynchronise on: skip the segment's rest.
             self.damage.append(Damage.from_error(error, bytes_skipped=cursor.give_up(), next_index=None))
             return
         assert isinstance(cursor, _Version2Cursor)
+        # S of spec 6.1: for a finished segment that is not sealed, the end of section 8.4, which
+        # may lie beyond the commit point the cursor has reached so far.
+        end = segment_end(self.directory, cursor.segment, cursor.header)
+        limit = max(cursor.limit, end.offset)
         available = min(limit, cursor.segment.size())  # S' of spec 10.4
         found = self._resync(cursor, start + 1, available)
         if found is None:
@@ -604,7 +607,7 @@ class Reader:
         replacement = _Version2Cursor(
             cursor.segment, cursor.header, offset=resume, next_index=next_index, last_asqn=NO_ASQN, limit=limit
         )
-        replacement.final = cursor.final
+        replacement.final = cursor.final or end.final
         # With no record found up to the segment end, the walk keeps the damaged record's expected
         # index: R-39's check against the slot is skipped, the successor's base index is still checked.
         replacement.lost_tail = found is None

@@ -17,8 +17,8 @@ from ._format import (
 )
 from ._records import Entry, RecordDecoder
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, next_entries, segment_end
-from .errors import BinlogError, UnsupportedVersionError
+from ._segment_file import SegmentFile, find_segment, is_last_blank, next_entries, segment_end
+from .errors import BinlogError, NotALogError, UnsupportedVersionError
 
 SCAN_WINDOW = 1 << 20
 
@@ -71,31 +71,50 @@ def find_boundary(segment: SegmentFile, start: int, end: int, *, min_index: int)
 
 
 def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: int) -> Iterator[Entry]:
-    """The committed records of segment ``log`` whose first byte lies in ``[start, stop)``.
+    """The committed records of segment ``log`` whose first byte lies in ``[start, stop)`` (spec 10.5).
 
-    Consecutive splits ``[a, b)``, ``[b, c)`` ... return every record of the
-    segment exactly once. Damage inside the split raises as in a full read.
+    After the last of them the walk goes on, returning nothing, up to the
+    boundary the search finds from ``stop``, where the next split starts:
+    damage before that point raises here. Consecutive splits ``[a, b)``,
+    ``[b, c)`` ... therefore return every record of the segment exactly once,
+    or one of them raises; no record is lost without an error. The records
+    are checked against the segment end and the file size as a sequential
+    reader checks them (spec 4.3.1); the boundary search looks no further
+    than the bytes that exist.
     """
     path = os.fspath(directory)
+    if find_segment(path, log) is None:
+        raise NotALogError(f"segment {log} does not exist", path=path, log=log)
+    if is_last_blank(path, log):
+        return  # a blank last segment holds no records (spec 3.5)
     with SegmentFile(path, log) as segment:
         header = segment.header()
         if isinstance(header, LegacyHeaderInfo):
-            raise UnsupportedVersionError("legacy version 1 segments cannot be split", path=segment.path, log=log)
-        end = min(segment_end(path, segment, header).offset, segment.size())
-        first = find_boundary(segment, max(start, HEADER_SIZE), end, min_index=header.base_index)
+            raise UnsupportedVersionError(
+                "legacy version 1 segments cannot be split",
+                path=segment.path,
+                log=log,
+                offset=4,  # the version field
+            )
+        limit = segment_end(path, segment, header).offset
+        readable = min(limit, segment.size())
+        first = find_boundary(segment, max(start, HEADER_SIZE), readable, min_index=header.base_index)
         if first is None or first >= stop:
             return
+        following = find_boundary(segment, stop, readable, min_index=header.base_index)
+        walk_to = limit if following is None else following
         index = header.base_index if first == HEADER_SIZE else int.from_bytes(segment.read(first + 8, 8), "big")
-        decoder = RecordDecoder(log=log, offset=first, next_index=index, last_asqn=NO_ASQN, limit=end)
+        decoder = RecordDecoder(log=log, offset=first, next_index=index, last_asqn=NO_ASQN, limit=limit)
         fed = first
-        while True:
+        while decoder.offset < walk_to:
             try:
-                entries, fed = next_entries(decoder, segment.read, fed=fed, end=end)
+                entries, fed = next_entries(decoder, segment.read, fed=fed, end=readable)
             except BinlogError as exc:
                 raise exc.located(path=segment.path) from None
             if not entries:
                 return
             for entry in entries:
-                if entry.offset >= stop:
+                if entry.offset >= walk_to:
                     return
-                yield entry
+                if entry.offset < stop:
+                    yield entry

@@ -10,15 +10,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from logtools import append_raw, assert_read_only, commit_offset, read_entries, segment, write_log
+from logtools import append_raw, assert_read_only, commit_offset, flip_bit, read_entries, segment, write_log
 
 from openbinlog import (
     AsqnNotIncreasingError,
     BadHeaderError,
     ChainBrokenError,
+    ChecksumMismatchError,
     InvalidRefError,
+    NotALogError,
     Reader,
     Ref,
+    TruncatedError,
     UnsupportedFeatureError,
     UnsupportedVersionError,
     Writer,
@@ -282,6 +285,40 @@ def test_split_start_inside_a_payload_that_looks_like_a_record_is_not_a_boundary
     entries = read_entries(log_dir)
     inner = entries[1].offset + 40
     assert [e.payload for e in read_split(log_dir, 1, inner, 10_000)] == [b"c"]
+
+
+@pytest.mark.spec("R-27")
+def test_split_walks_on_to_the_next_boundary_and_raises_damage_before_it(log_dir: Path) -> None:
+    # Record 3 is damaged: the search from 290 passes over record 2 (its successor fails) and
+    # finds record 4. The split [256, 290) returns record 1 and must walk records 2 and 3,
+    # or record 2 would be returned by no split and the damage reported by none.
+    write_log(log_dir, [b"one", b"two", b"333", b"four", b"five"])
+    flip_bit(segment(log_dir), 256 + 2 * 43 + 41)
+    got: list[bytes] = []
+    with pytest.raises(ChecksumMismatchError) as caught:
+        got.extend(entry.payload for entry in read_split(log_dir, 1, 256, 290))
+    assert got == [b"one"]
+    assert (caught.value.offset, caught.value.index) == (256 + 2 * 43, 3)
+    assert [entry.payload for entry in read_split(log_dir, 1, 290, 10_000)] == [b"four", b"five"]
+
+
+@pytest.mark.spec("R-27", "R-8")
+def test_split_checks_the_segment_end_and_the_file_size_as_a_sequential_read(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two", b"three"])
+    with segment(log_dir).open("r+b") as handle:
+        handle.truncate(256 + 43 + 41)  # record 2's header is whole, its payload cut by the end of the file
+    with pytest.raises(TruncatedError) as caught:  # step 5 of 4.3.1, not step 4: the segment end is the commit point
+        list(read_split(log_dir, 1, 256, 10_000))
+    assert (caught.value.offset, caught.value.index) == (256 + 43, 2)
+
+
+def test_split_of_a_missing_blank_or_legacy_segment_is_typed(log_dir: Path) -> None:
+    write_log(log_dir, [b"one"])
+    with pytest.raises(NotALogError) as missing:
+        list(read_split(log_dir, 7, 256, 10_000))
+    assert missing.value.log == 7
+    (log_dir / "00000002.dat").write_bytes(bytes(256))
+    assert list(read_split(log_dir, 2, 256, 10_000)) == []
 
 
 @pytest.mark.spec("R-27", "R-8")

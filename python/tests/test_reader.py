@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import time
@@ -24,6 +25,8 @@ from strategies import indexes, log_numbers, offsets
 from openbinlog import BinlogError, ChecksumMismatchError, InvalidRefError, NotALogError, Reader, Ref, Writer
 from openbinlog._fs import OsFileSystem
 from openbinlog._records import BATCH_ENTRIES
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 @pytest.mark.spec("R-15", "R-2")
@@ -197,6 +200,21 @@ def test_tolerant_read_over_a_missing_segment_names_the_index_it_resumes_at(log_
         damage = reader.damage
     assert [(d.error_class, d.log, d.offset, d.index, d.bytes_skipped, d.next_index) for d in damage] == [
         ("chain_broken", 2, None, 2, 0, 3)
+    ]
+
+
+@pytest.mark.spec("R-25", "R-39")
+def test_tolerant_resync_in_a_finished_segment_searches_up_to_its_tail_end(tmp_path: Path) -> None:
+    # Segment 1 is finished, not sealed: its commit point is 342, and records 3 and 4 lie beyond it,
+    # below the successor's base index (spec 8.4). S' of spec 10.4 is that end, not the commit point.
+    log = tmp_path / "log"
+    shutil.copytree(FIXTURES / "finished_segment_unpublished_records", log)
+    flip_bit(segment(log), 299 + 41)  # the payload of record 2
+    with Reader(log, tolerant=True) as reader:
+        assert [entry.index for entry in reader] == [1, 3, 4, 5, 6]
+        damage = reader.damage
+    assert [(d.error_class, d.offset, d.index, d.bytes_skipped, d.next_index) for d in damage] == [
+        ("checksum_mismatch", 299, 2, 43, 3)
     ]
 
 
