@@ -101,6 +101,9 @@ class _Cursor:
     def extend(self, limit: int) -> None:
         raise NotImplementedError
 
+    def resume_index(self, index: int) -> None:
+        raise NotImplementedError
+
 
 class _Version2Cursor(_Cursor):
     header: SegmentHeaderInfo
@@ -141,6 +144,10 @@ class _Version2Cursor(_Cursor):
     def extend(self, limit: int) -> None:
         self._decoder.limit = limit
 
+    def resume_index(self, index: int) -> None:
+        """Go on expecting ``index``: after a tolerant reader stepped over R-39's disagreement."""
+        self._decoder.next_index = index
+
     def next_batch(self) -> list[Entry]:
         try:
             entries, self._fed = next_entries(self._decoder, self.segment.read, fed=self._fed, end=self.limit)
@@ -176,8 +183,8 @@ class _LegacyCursor(_Cursor):
         self._tail = limit
 
     def give_up(self) -> int:
-        """Stop at the current offset for good; return the bytes left unread."""
-        skipped = self._tail - self._offset
+        """Stop at the current offset for good; return the bytes left unread that exist (S' - o, spec 10.4)."""
+        skipped = max(min(self._tail, self.segment.size()) - self._offset, 0)
         self._tail = self._offset
         self._buffered.clear()
         self._pending = None
@@ -488,6 +495,7 @@ class Reader:
                     if not self.tolerant:
                         raise error
                     self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=end.next_index))
+                    cursor.resume_index(end.next_index)  # spec 10.4: E := the slot's next_index
             finished = cursor.final
         if not finished:
             if any(log > segment.log + 1 for log in list_segments(self.directory)):

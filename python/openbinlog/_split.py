@@ -18,7 +18,7 @@ from ._format import (
 from ._records import Entry, RecordDecoder
 from ._segment import LegacyHeaderInfo
 from ._segment_file import SegmentFile, find_segment, is_last_blank, next_entries, segment_end
-from .errors import BinlogError, NotALogError, UnsupportedVersionError
+from .errors import BadHeaderError, BinlogError, NotALogError, UnsupportedVersionError
 
 SCAN_WINDOW = 1 << 20
 
@@ -96,7 +96,8 @@ def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: in
                 log=log,
                 offset=4,  # the version field
             )
-        limit = segment_end(path, segment, header).offset
+        end = segment_end(path, segment, header)
+        limit = end.offset
         readable = min(limit, segment.size())
         first = find_boundary(segment, max(start, HEADER_SIZE), readable, min_index=header.base_index)
         if first is None or first >= stop:
@@ -112,9 +113,18 @@ def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: in
             except BinlogError as exc:
                 raise exc.located(path=segment.path) from None
             if not entries:
-                return
+                break
             for entry in entries:
                 if entry.offset >= walk_to:
                     return
                 if entry.offset < stop:
                     yield entry
+        if decoder.offset == limit and decoder.next_index != end.next_index:
+            # a walk that reaches the segment end checks it against the slot.
+            raise BadHeaderError(
+                f"the records end before index {decoder.next_index}, the commit slot says {end.next_index}",
+                path=segment.path,
+                log=log,
+                offset=end.slot_offset,
+                index=decoder.next_index,
+            )

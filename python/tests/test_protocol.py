@@ -351,6 +351,24 @@ def test_slot_next_index_disagreeing_with_the_records_is_bad_header(log_dir: Pat
     assert (caught.value.offset, caught.value.index) == (at, 3)
 
 
+@pytest.mark.spec("R-39", "R-26")
+def test_tolerant_read_steps_over_a_slot_disagreement_and_expects_the_slots_index(log_dir: Path) -> None:
+    log_dir.mkdir()
+    build_segment(segment(log_dir), log=1, base=1, records=[encode_record(1, b"a")], log_id=bytes(16))
+    data = bytearray(segment(log_dir).read_bytes())
+    at, raw = encode_slot(CommitState(3, 256 + 41, 5, -1, 0, 2))  # sealed, claiming records up to index 4
+    data[at : at + len(raw)] = raw
+    segment(log_dir).write_bytes(bytes(data))
+    build_segment(segment(log_dir, 2), log=2, base=5, records=[encode_record(5, b"e")], log_id=bytes(16))
+    with Reader(log_dir, tolerant=True) as reader:
+        assert [(entry.index, entry.payload) for entry in reader] == [(1, b"a"), (5, b"e")]
+        damage = reader.damage
+    # One region, resumed at the slot's index: the successor's base index then continues the chain.
+    assert [(d.error_class, d.log, d.offset, d.index, d.bytes_skipped, d.next_index) for d in damage] == [
+        ("bad_header", 1, at, 2, 0, 5)
+    ]
+
+
 @pytest.mark.spec("R-7")
 def test_only_the_highest_blank_segment_is_absent(log_dir: Path) -> None:
     write_log(log_dir, [b"a", None, b"b"])

@@ -22,8 +22,8 @@ def build_catalog() -> Catalog:
         catalog_crash,
         catalog_damage,
         catalog_tolerant,
-        catalog_split,
         catalog_legacy,
+        catalog_split,
         catalog_writer,
     ):
         module.add(cat)

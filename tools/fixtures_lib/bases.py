@@ -34,6 +34,21 @@ def several_segments_log() -> LogBuilder:
     return log
 
 
+def finished_segment_log() -> LogBuilder:
+    """Segment 1 open (never sealed) with four records in two commits, segment 2 from index 5 with two.
+
+    Offsets in segment 1: 256, 299, 342, 387; its end is 431. Its slot 1 still
+    holds generation 1 (commit point 256) until the second commit overwrites it
+    with generation 3.
+    """
+    log = LogBuilder()
+    log.batch(b"one", b"two")
+    log.batch(b"three", b"four")
+    log.start_successor()
+    log.batch(b"five", b"six")
+    return log
+
+
 def unpublished_tail_log(count: int) -> LogBuilder:
     """``basic_log`` plus ``count`` records written after its commit point and never published.
 

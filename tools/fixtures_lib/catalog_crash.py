@@ -11,7 +11,7 @@ from __future__ import annotations
 from openbinlog import HEADER_SIZE
 from openbinlog._segment import CommitState, build_header, decode_slot
 
-from .bases import basic_log, several_segments_log, unpublished_tail_log
+from .bases import basic_log, finished_segment_log, several_segments_log, unpublished_tail_log
 from .builder import LOCK, LOG_ID, LogBuilder, RecordFact, raw_record, seeded_bytes, slot_bytes
 from .catalog import Catalog
 from .model import (
@@ -383,12 +383,8 @@ def _cutover(cat: Catalog) -> None:
 
 def _finished_segments(cat: Catalog) -> None:
     """Segment 1 open and segment 2 present: segment 1's end is computed by section 8.4."""
-    log = LogBuilder()
-    r1, r2 = log.batch(b"one", b"two")
-    gen1_slot = bytes(log.last.data[144:192])  # generation 1 was overwritten by generation 3 below
-    log.batch(b"three", b"four")
-    log.start_successor()
-    log.batch(b"five", b"six")
+    log = finished_segment_log()
+    r1, r2 = log.published()[:2]
     base = cat.fixture(
         "finished_segment_with_records",
         "segment 1 open (not sealed) and segment 2 holding records: segment 1 is finished",
@@ -402,7 +398,7 @@ def _finished_segments(cat: Catalog) -> None:
     lost = cat.derive(
         "finished_segment_unpublished_records",
         base,
-        Mutation().write(SEG1, 144, gen1_slot),
+        lose_second_commit(),
         "segment 1's last publication (records 3 and 4) was lost; segment 2 starts at index 5",
         defect=None,
         faults=["T13", "T8"],
@@ -516,6 +512,17 @@ def _finished_segments(cat: Catalog) -> None:
         ),
         ["W-30", "W-22"],
     )
+
+
+def lose_second_commit() -> Mutation:
+    """Segment 1 of ``finished_segment_log`` as if its second publication (records 3 and 4) was lost.
+
+    Slot 1 gets back generation 1, which that publication (generation 3)
+    overwrote: generation 2, after record 2, is active again.
+    """
+    generation_1 = CommitState(1, HEADER_SIZE, 1, -1, 0, 0)
+    at, raw = slot_bytes(generation_1)
+    return Mutation().write(SEG1, at, raw)
 
 
 def _preallocated(cat: Catalog) -> None:

@@ -243,6 +243,18 @@ def _slots(cat: Catalog) -> None:
         96,
     )
     slot("last_asqn_below_minus_one", rewrite(last_asqn=-2), "the active slot's last asqn is -2", 96)
+    _damaged(
+        cat,
+        "next_index_disagrees",
+        basic,
+        rewrite(next_index=active.next_index + 1),
+        defect="the active slot's next index is 7 (slot checksum recomputed); the records below its commit point"
+        " end before index 6",
+        expected_records=log.published(),
+        err=error("bad_header", 1, 96, active.next_index),
+        requirements=["R-39", "R-31", "R-32"],
+        group="slot",
+    )
 
 
 def _records(cat: Catalog) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .builder import LOCK, LogBuilder, RecordFact, legacy_log
 from .catalog import Catalog
-from .model import Fixture, accept, error, records, recovered, recovery_refused, reject
+from .model import Fixture, accept, damage, error, records, recovered, recovery_refused, reject, tolerant
 from .mutations import Mutation
 
 SEG1 = "00000001.dat"
@@ -123,6 +125,7 @@ def add(cat: Catalog) -> None:
     )
 
     _mixed(cat)
+    _tolerant(cat)
 
     cat.read(
         "must.reader.legacy.ref_after",
@@ -178,4 +181,64 @@ def _mixed(cat: Catalog) -> None:
         mixed,
         accept([*records(facts, checked=False), *records(converted.published())]),
         parser=True,
+    )
+
+
+def _tolerant(cat: Catalog) -> None:
+    """Version 1 records carry nothing to resynchronise on: a tolerant reader skips the rest of the segment."""
+    _files, facts, _trace = legacy_log((RECORDS[:3], True))
+    first, second, third = facts
+    tail = third.offset + 4 + len(third.payload)
+
+    def skips(name: str, fixture: Fixture, kept: list[RecordFact], region: dict[str, object], description: str) -> None:
+        cat.read(
+            f"must.reader.tolerant.legacy_{name}",
+            fixture,
+            tolerant(accept(records(kept, checked=False)), [region]),
+            [*READ_V1, "R-25", "R-26"],
+            requires=LEGACY,
+            tolerant=True,
+            description=f"tolerant read: {description}",
+        )
+
+    skips(
+        "negative_length",
+        cat.fixtures["legacy_negative_length"],
+        [first],
+        damage("length_out_of_range", 1, second.offset, second.index, skipped=tail - second.offset, resumed=None),
+        "record 2's length is -8: the damage is reported with the bytes up to the last element position skipped",
+    )
+    cut = third.offset + 8
+    skips(
+        "file_shorter_than_tail",
+        cat.fixtures["legacy_file_shorter_than_tail"],
+        [first, second],
+        damage("truncated", 1, third.offset, third.index, skipped=cut - third.offset, resumed=None),
+        "the file ends inside record 3: the bytes skipped run to min(S, F), the end of the file",
+    )
+
+    _files, chain_facts, _trace = legacy_log((RECORDS[:3], True), (RECORDS[3:5], True), (RECORDS[5:6], False))
+    defect = "record 2 of segment 1 (of three) has length -8"
+    chain = cat.derive(
+        "legacy_chain_negative_length",
+        cat.fixtures["legacy_cutover_chain"],
+        Mutation().write(SEG1, second.offset, (-8).to_bytes(4, "big", signed=True)),
+        defect,
+        defect=defect,
+    )
+    _read(
+        cat,
+        "chain_negative_length",
+        chain,
+        reject(records([first], checked=False), error("length_out_of_range", 1, second.offset, second.index)),
+        parser=True,
+    )
+    renumbered = [replace(fact, index=fact.index - 2) for fact in chain_facts[3:]]
+    skips(
+        "damage_then_next_segment",
+        chain,
+        [first, *renumbered],
+        damage("length_out_of_range", 1, second.offset, second.index, skipped=tail - second.offset, resumed=None),
+        "after the damage in segment 1 reading goes on with segment 2, whose records are numbered on from the"
+        " index expected at the damage (2)",
     )

@@ -9,11 +9,12 @@ beyond the commit point, which no split may return (R-15).
 
 from __future__ import annotations
 
-from .bases import several_segments_log
+from .bases import basic_log, several_segments_log
 from .builder import T0, LogBuilder, RecordFact, seeded_bytes
 from .catalog import Catalog
+from .catalog_damage import RECORD_CHECKS, SEG1
 from .catalog_tolerant import assert_resumes_at
-from .model import accept, records
+from .model import Json, accept, error, records, reject
 
 SPLIT = ["R-15", "R-27"]
 U64_MAX = 2**64 - 1
@@ -114,4 +115,111 @@ def add(cat: Catalog) -> None:
         SPLIT,
         split=(2, 256, U64_MAX),
         description="the whole of sealed segment 2 of three: its records, with indexes from its base index",
+    )
+    _damage_around_splits(cat)
+    _segments_without_boundaries(cat)
+
+
+def _damage_around_splits(cat: Catalog) -> None:
+    """A split walks on past t, returning nothing, up to where the next split starts: damage there is its own."""
+    r1, r2, r3, r4, r5 = basic_log().published()
+    flipped = cat.fixtures["payload_bit_flip"]
+    r3_damaged = error("checksum_mismatch", 1, r3.offset, r3.index)
+    assert_resumes_at(flipped.files[SEG1], r3.offset, r4.offset)
+
+    def damaged_split(name: str, fixture: str, start: int, stop: int, expected: Json, *, why: str) -> None:
+        cat.read(
+            f"must.reader.split.{name}",
+            cat.fixtures[fixture],
+            expected,
+            [*SPLIT, *RECORD_CHECKS],
+            split=(1, start, stop),
+            description=f"split [{start}, {stop}) of segment 1: {why}",
+        )
+
+    damaged_split(
+        "damage_after_stop",
+        "payload_bit_flip",
+        r1.offset,
+        r2.offset - 1,
+        reject(records([r1]), r3_damaged),
+        why="t inside record 1; record 3, damaged, lies before the first boundary after t (record 4, where the next"
+        " split starts): this split walks over record 2 without returning it and reports the damage",
+    )
+    damaged_split(
+        "next_split_after_damage",
+        "payload_bit_flip",
+        r2.offset - 1,
+        U64_MAX,
+        accept(records([r4, r5])),
+        why="the split after damage_after_stop starts at the first boundary after its s: record 4",
+    )
+    damaged_split(
+        "damage_at_stop",
+        "payload_bit_flip",
+        r1.offset,
+        r3.offset,
+        reject(records([r1, r2]), r3_damaged),
+        why="t exactly at record 3, which is damaged: the first boundary from t is record 4, so this split reports"
+        " the damage",
+    )
+    commit = basic_log().last.commit.commit_offset
+    damaged_split(
+        "file_shorter_than_commit_point",
+        "file_shorter_than_commit_point",
+        r1.offset,
+        U64_MAX,
+        reject(records([r1, r2]), error("truncated", 1, r3.offset, r3.index)),
+        why="the file ends inside record 3's payload, below the commit point: record 3 ends before the segment end"
+        " S (step 4) and after the end of the file (step 5), so it is truncated, as for a sequential reader",
+    )
+    damaged_split(
+        "commit_point_far_beyond_file",
+        "commit_point_far_beyond_file",
+        r5.offset,
+        U64_MAX,
+        reject(records([r5]), error("truncated", 1, commit, r5.index + 1)),
+        why="the commit point lies far beyond the end of the file, after record 5: truncated at the first record the"
+        " file cuts short, as for a sequential reader",
+    )
+    damaged_split(
+        "slot_next_index_disagrees",
+        "next_index_disagrees",
+        r1.offset,
+        U64_MAX,
+        reject(records([r1, r2, r3, r4, r5]), error("bad_header", 1, 96, r5.index + 1)),
+        why="the split walks up to the commit point, where its expected index (6) and the slot's next index (7)"
+        " disagree (R-39)",
+    )
+
+
+def _segments_without_boundaries(cat: Catalog) -> None:
+    """A log number without a segment file, a blank last segment, a version 1 segment."""
+
+    def split(name: str, fixture: str, log: int, expected: Json, requirements: list[str], *, why: str) -> None:
+        cat.read(
+            f"must.reader.split.{name}",
+            cat.fixtures[fixture],
+            expected,
+            [*SPLIT, *requirements],
+            split=(log, 256, U64_MAX),
+            description=f"split [256, 2^64 - 1) of segment {log}: {why}",
+        )
+
+    split("missing_segment", "basic", 2, reject([], error("io_error", 2)), ["R-20"], why="no such segment file")
+    split(
+        "blank_last_segment",
+        "blank_last_segment_zeros",
+        2,
+        accept([]),
+        ["R-7"],
+        why="a blank last segment holds no record",
+    )
+    split(
+        "legacy_segment",
+        "legacy_tv13",
+        1,
+        reject([], error("unsupported_version", 1, 4)),
+        ["R-6"],
+        why="version 1 records carry nothing to find a boundary by",
     )

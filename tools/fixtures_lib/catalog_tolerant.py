@@ -12,14 +12,18 @@ record header.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from openbinlog._crc import masked_crc32c
 
-from .bases import basic_log, several_segments_log, skippable_log
-from .builder import FRAME_DATA, RecordFact
+from .bases import basic_log, finished_segment_log, several_segments_log, skippable_log
+from .builder import FRAME_DATA, RecordFact, raw_record
 from .catalog import Catalog
 from .catalog_damage import RECORD_CHECKS, SEG1, SEG2
-from .model import Fixture, Json, accept, damage, error, records, recovered, reject, tolerant
+from .model import Fixture, Json, accept, damage, error, implementation_defined, records, recovered, reject, tolerant
 from .mutations import Mutation
+
+SEG3 = "00000003.dat"
 
 TOLERANT = ["R-25", "R-26"]
 CHAIN = ["R-17", "R-18", "R-19"]
@@ -27,7 +31,10 @@ CHAIN = ["R-17", "R-18", "R-19"]
 
 def add(cat: Catalog) -> None:
     _record_damage(cat)
+    _resume_points(cat)
     _segment_end(cat)
+    _slot(cat)
+    _finished_segment(cat)
     _chain(cat)
     _header(cat)
 
@@ -176,6 +183,99 @@ def _record_damage(cat: Catalog) -> None:
     )
 
 
+def _resume_points(cat: Catalog) -> None:
+    """The search takes whatever passes conditions 1 to 6; committed mode then checks it like any record."""
+    r1, r2, r3, r4, r5 = basic_log().published()
+    basic = cat.fixtures["basic"]
+    data = basic.files[SEG1]
+    flip_at = r3.offset + 60
+
+    def edge(name: str, *changes: tuple[int, bytes], defect: str, kept: list[RecordFact], regions: list[Json]) -> None:
+        mutation = Mutation()
+        for at, patch in changes:
+            mutation.write(SEG1, at, patch)
+        fixture = cat.derive(name, basic, mutation, defect, defect=defect, faults=["T10"], requirements=RECORD_CHECKS)
+        for region in regions:
+            damaged = int(region["offset"])
+            assert_resumes_at(fixture.files[SEG1], damaged, damaged + int(region["bytes_skipped"]))
+        _case(cat, name, fixture, accept(records(kept)), regions, requirements=RECORD_CHECKS, description=defect)
+
+    flip = (flip_at, bytes([data[flip_at] ^ 0x01]))
+    r3_damaged = damage("checksum_mismatch", 1, r3.offset, r3.index, skipped=r4.offset - r3.offset, resumed=r4.index)
+
+    def then_r4(cls: str) -> Json:
+        return damage(cls, 1, r4.offset, r4.index, skipped=r4.size, resumed=r5.index)
+
+    edge(
+        "resume_at_flagged",
+        flip,
+        (r4.offset, raw_record(r4, flags=1)),
+        defect="record 3's payload damaged, and record 4 carries record flags 1 (checksums recomputed): the search"
+        " stops at record 4, which conditions 1 to 6 accept, and committed mode steps over it as damage",
+        kept=[r1, r2, r5],
+        regions=[r3_damaged, then_r4("unsupported_feature")],
+    )
+    edge(
+        "resume_at_asqn_minus_2",
+        flip,
+        (r4.offset, raw_record(replace(r4, asqn=-2))),
+        defect="record 3's payload damaged, and record 4 carries asqn -2 (checksums recomputed): the search stops"
+        " at record 4, and committed mode steps over it as damage",
+        kept=[r1, r2, r5],
+        regions=[r3_damaged, then_r4("asqn_not_increasing")],
+    )
+    lower = replace(r4, asqn=r2.asqn - 5)
+    edge(
+        "asqn_reset_after_resync",
+        flip,
+        (r4.offset, lower.encode()),
+        defect="record 3's payload damaged, and record 4 carries asqn 5, below record 2's 10 (checksums"
+        " recomputed): the previous asqn is -1 after resynchronising, so record 4 is returned",
+        kept=[r1, r2, lower, r5],
+        regions=[r3_damaged],
+    )
+    embedded = replace(r4, offset=r3.end - r4.size)
+    edge(
+        "embedded_future_record",
+        (embedded.offset, r4.encode()),
+        defect="a copy of record 4 written over the end of record 3's payload (a misdirected write): the search"
+        " finds the copy, a valid record with index 4, and returns it; the true record 4 after it is then an"
+        " index discontinuity",
+        kept=[r1, r2, embedded, r5],
+        regions=[
+            damage("checksum_mismatch", 1, r3.offset, r3.index, skipped=embedded.offset - r3.offset, resumed=r4.index),
+            damage("index_discontinuity", 1, r4.offset, r5.index, skipped=r4.size, resumed=r5.index),
+        ],
+    )
+
+    data_1, _, data_2, _, data_3 = skippable_log().last.records
+    skippable = cat.fixtures["skippable_frames"]
+    flip_at = data_1.offset + 42
+    defect = (
+        "record 1's payload damaged, and a valid skippable record follows it: only a data frame is a place to"
+        " resume, so the search goes on to record 2"
+    )
+    before_skippable = cat.derive(
+        "damage_before_skippable",
+        skippable,
+        Mutation().write(SEG1, flip_at, bytes([skippable.files[SEG1][flip_at] ^ 0x01])),
+        defect,
+        defect=defect,
+        faults=["T10"],
+        requirements=RECORD_CHECKS,
+    )
+    assert_resumes_at(before_skippable.files[SEG1], data_1.offset, data_2.offset)
+    _case(
+        cat,
+        "damage_before_skippable",
+        before_skippable,
+        accept(records([data_2, data_3])),
+        [damage("checksum_mismatch", 1, data_1.offset, 1, skipped=data_2.offset - data_1.offset, resumed=2)],
+        requirements=[*RECORD_CHECKS, "R-11"],
+        description=defect,
+    )
+
+
 def _segment_end(cat: Catalog) -> None:
     """No valid record after the damage: the walk of the segment ends at S' = min(S, F)."""
     log = basic_log()
@@ -279,6 +379,69 @@ def _segment_end(cat: Catalog) -> None:
     )
 
 
+def _slot(cat: Catalog) -> None:
+    """R-39's disagreement at the commit point is the one bad_header a tolerant reader steps over."""
+    log = basic_log()
+    active = log.last.commit
+    _case(
+        cat,
+        "next_index_disagrees",
+        cat.fixtures["next_index_disagrees"],
+        accept(records(log.published())),
+        [damage("bad_header", 1, 96, active.next_index, skipped=0, resumed=active.next_index + 1)],
+        requirements=["R-39"],
+        description="the active slot's next index is 7 where the records end before 6: reported as a region of"
+        " 0 bytes, and reading goes on with the slot's next index",
+    )
+
+
+def _finished_segment(cat: Catalog) -> None:
+    """In a finished, unsealed segment the search after damage runs up to its end S, not its commit point."""
+    log = finished_segment_log()
+    r1, r2, r3, r4, r5, r6 = log.published()
+    lost = cat.fixtures["finished_segment_unpublished_records"]
+    commit = r3.offset  # the lost publication leaves the commit point after record 2
+    flip_at = r2.offset + 41
+    defect = "one bit of record 2's payload flipped, below the commit point of finished segment 1"
+    fixture = cat.derive(
+        "finished_segment_damage_before_tail",
+        lost,
+        Mutation().write(SEG1, flip_at, bytes([lost.files[SEG1][flip_at] ^ 0x04])),
+        "segment 1's last publication was lost (records 3 and 4 lie beyond its commit point), and " + defect,
+        defect=defect,
+        faults=["T13", "T8", "T10"],
+        requirements=RECORD_CHECKS,
+    )
+    assert_resumes_at(fixture.files[SEG1], r2.offset, r3.offset)
+
+    def r2_damaged(*, skipped: int, resumed: int | None) -> Json:
+        return damage("checksum_mismatch", 1, r2.offset, r2.index, skipped=skipped, resumed=resumed)
+
+    cat.read(
+        "must.reader.tolerant.finished_segment_damage_before_tail",
+        fixture,
+        implementation_defined(
+            "finished_segment_end",
+            tail_walk=tolerant(
+                accept(records([r1, r3, r4, r5, r6])),
+                [r2_damaged(skipped=r3.offset - r2.offset, resumed=r3.index)],
+            ),
+            commit_point=tolerant(
+                accept(records([r1, r5, r6])),
+                [
+                    r2_damaged(skipped=commit - r2.offset, resumed=None),
+                    damage("chain_broken", 2, 0, r2.index, skipped=0, resumed=r5.index),
+                ],
+            ),
+        ),
+        [*TOLERANT, *RECORD_CHECKS, "R-16"],
+        tolerant=True,
+        description="tolerant read: segment 1 is finished and its end S, found by walking its tail, lies beyond"
+        " its commit point: the search after the damage runs up to min(S, F) and finds record 3 beyond the commit"
+        " point (a reader whose segment end is the commit point finds nothing and reports the chain broken)",
+    )
+
+
 def _chain(cat: Catalog) -> None:
     """Broken chains are reported and stepped over: reading goes on with the next present segment."""
     log = several_segments_log()
@@ -332,6 +495,35 @@ def _chain(cat: Catalog) -> None:
     )
 
     several = cat.fixtures["several_segments"]
+    lowered = replace(six, asqn=three.asqn - 1)
+    defect = (
+        "segment 2 is missing, and segment 3's first record carries asqn 2, below segment 1's last asqn 3"
+        " (checksums recomputed)"
+    )
+    gap = cat.derive(
+        "missing_segment_then_lower_asqn",
+        several,
+        Mutation().remove(SEG2).write(SEG3, six.offset, lowered.encode()),
+        defect,
+        defect=defect,
+        faults=["T13"],
+        requirements=CHAIN,
+    )
+    assert_resumes_at(gap.files[SEG3], six.offset, seven.offset)
+    _case(
+        cat,
+        "asqn_carried_over_broken_chain",
+        gap,
+        accept(records([one, two, three, seven])),
+        [
+            damage("chain_broken", 2, None, four.index, skipped=0, resumed=six.index),
+            damage("asqn_not_increasing", 3, six.offset, six.index, skipped=six.size, resumed=seven.index),
+        ],
+        requirements=[*CHAIN, *RECORD_CHECKS],
+        description="the previous asqn is carried over the broken chain (R-19), not reset: segment 3's first"
+        " record, whose asqn is not above the last one before the gap, is stepped over as record damage",
+    )
+
     data = several.files[SEG1]
     flip_at = three.offset + 41
     broken_end = cat.derive(

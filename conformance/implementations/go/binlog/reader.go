@@ -22,6 +22,7 @@ type ReadOptions struct {
 type logView struct {
 	dir     string
 	nums    []uint32 // segments present, a blank last segment removed
+	blank   uint32   // the blank last segment's log number, 0 when there is none
 	present map[uint32]bool
 	open    map[uint32]*segmentFile
 	headers map[uint32]*Header
@@ -47,6 +48,7 @@ func newLogView(dir string) (*logView, error) {
 		}
 		if isBlank {
 			nums = nums[:len(nums)-1]
+			v.blank = last
 		}
 	}
 	v.nums = nums
@@ -201,57 +203,87 @@ func (v *logView) readSegment(n uint32, pos uint64, st *walkState, onDamage func
 		return nil, 0, err
 	}
 	if h.Legacy() {
-		end, err := readLegacySegment(s, h, pos, st, emit)
+		end, err := readLegacySegment(s, h, pos, st, onDamage, emit)
 		return h, end, err
 	}
 	end, err := v.readVersion2Segment(n, s, h, pos, st, onDamage, emit)
 	return h, end, err
 }
 
-// readVersion2Segment walks the committed records; a tolerant walk that
-// found nothing to resume at after damage ends the segment there (section 10.4).
+// readVersion2Segment walks the committed records up to the segment end S
+// (section 6.1), checking at the commit point that the walk and the slot
+// agree on the next index. A tolerant walk searches for a record to
+// resume at up to min(S, F) and, when it finds none, ends the segment there
+// (section 10.4). The end of a finished segment needs its successor's
+// header, so it is computed only once the records below the commit point
+// read first have been returned, or when a search needs it.
 func (v *logView) readVersion2Segment(n uint32, s *segmentFile, h *Header, pos uint64, st *walkState, onDamage func(Damage), emit func(Record) error) (uint64, error) {
-	pos, lost, err := walkTolerant(s, pos, h.Active.CommitOffset, st, onDamage, emit)
-	if err != nil || lost || !v.finished(n) {
+	slot, end, known := h.Active, h.Active.CommitOffset, !v.finished(n)
+	segmentEnd := func() (uint64, error) {
+		if !known {
+			var err error
+			if slot, end, err = v.segmentEnd(n, s, h); err != nil {
+				return 0, err
+			}
+			known = true
+		}
+		return end, nil
+	}
+	c := h.Active.CommitOffset
+	pos, lost, err := walkTolerant(s, pos, c, c, segmentEnd, st, onDamage, emit)
+	if err != nil || lost {
 		return pos, err
 	}
-	// Finished: the successor's header first, then N's slots again (8.4).
-	_, next, err := v.header(n + 1)
-	if err != nil {
-		return 0, err
+	if _, err := segmentEnd(); err != nil {
+		return pos, err
 	}
-	slot, err := s.activeSlot(h.BaseIndex)
-	if err != nil {
-		return 0, err
-	}
-	if slot.CommitOffset > pos {
-		if pos, lost, err = walkTolerant(s, pos, slot.CommitOffset, st, onDamage, emit); err != nil || lost {
+	if c = slot.CommitOffset; pos < c { // the slot re-read for a finished segment has moved on
+		if pos, lost, err = walkTolerant(s, pos, c, c, segmentEnd, st, onDamage, emit); err != nil || lost {
 			return pos, err
 		}
 	}
-	if slot.NextLogNumber != 0 || next.Legacy() {
-		return pos, nil
+	if pos == c {
+		if err := checkNextIndex(s, slot, st, onDamage); err != nil {
+			return pos, err
+		}
 	}
-	// Section 8.4 step 4 starts the walk from the slot's values; a reader
-	// resumed from a ref beyond the commit point continues its own walk.
-	from := *st
-	if pos == slot.CommitOffset {
-		from = walkState{E: slot.NextIndex, A: slot.LastAsqn}
+	if pos < end {
+		pos, _, err = walkTolerant(s, pos, end, end, segmentEnd, st, onDamage, emit)
 	}
-	tr, err := walkTail(s, pos, from, slot.LastTimestampUS, &next.BaseIndex, emit)
-	if err != nil {
-		return 0, err
-	}
-	*st = tr.st
-	return tr.stop, nil
+	return pos, err
 }
 
-func readLegacySegment(s *segmentFile, h *Header, p uint64, st *walkState, emit func(Record) error) (uint64, error) {
+// checkNextIndex is R-39: a walk that reaches the commit point must expect
+// the slot's next_index there. A tolerant reader reports a disagreement as
+// a damaged region of no bytes and goes on with the slot's next_index.
+func checkNextIndex(s *segmentFile, slot Slot, st *walkState, onDamage func(Damage)) error {
+	if st.E == slot.NextIndex {
+		return nil
+	}
+	at := uint64(SlotOffset(slot.Generation))
+	if onDamage == nil {
+		return recordError(ClassBadHeader, s.log, at, st.E, "the walk expects another index at the commit point than the slot's next_index")
+	}
+	onDamage(Damage{Class: ClassBadHeader, Log: s.log, Offset: u64p(at), Index: st.E, ResumedIndex: u64p(slot.NextIndex)})
+	st.E = slot.NextIndex
+	return nil
+}
+
+// readLegacySegment walks version 1 records from p up to the last element
+// position (Appendix B.4). Nothing in them can be resynchronised on: a
+// tolerant read reports damage with the bytes up to min(S, F) skipped and
+// ends the segment there, its expected index still the damaged record's.
+func readLegacySegment(s *segmentFile, h *Header, p uint64, st *walkState, onDamage func(Damage), emit func(Record) error) (uint64, error) {
 	end := h.LastElementPosition
 	for p < end {
 		data, next, err := legacyRecord(s, p, end, s.size, st.E)
 		if err != nil {
-			return 0, err
+			e, ok := steppable(err)
+			if !ok || onDamage == nil {
+				return 0, err
+			}
+			onDamage(Damage{Class: e.Class, Log: s.log, Offset: u64p(p), Index: st.E, BytesSkipped: skippedTo(min(end, s.size), p)})
+			return end, nil
 		}
 		if err := emit(Record{Log: s.log, Offset: p, Index: st.E, Asqn: NoAsqn, Payload: data}); err != nil {
 			return 0, err
@@ -263,28 +295,30 @@ func readLegacySegment(s *segmentFile, h *Header, p uint64, st *walkState, emit 
 }
 
 // segmentEnd computes the end S of segment n (section 6.1) without
-// returning records.
-func (v *logView) segmentEnd(n uint32, s *segmentFile, h *Header) (uint64, error) {
+// returning records, with the active slot it was computed from (re-read
+// for a finished segment, R-4). A version 1 segment has no slot.
+func (v *logView) segmentEnd(n uint32, s *segmentFile, h *Header) (Slot, uint64, error) {
 	if h.Legacy() {
-		return h.LastElementPosition, nil
+		return Slot{}, h.LastElementPosition, nil
 	}
 	if !v.finished(n) {
-		return h.Active.CommitOffset, nil
+		return h.Active, h.Active.CommitOffset, nil
 	}
+	// Finished: the successor's header first, then N's slots again (8.4).
 	_, next, err := v.header(n + 1)
 	if err != nil {
-		return 0, err
+		return Slot{}, 0, err
 	}
 	slot, err := s.activeSlot(h.BaseIndex)
 	if err != nil {
-		return 0, err
+		return Slot{}, 0, err
 	}
 	if slot.NextLogNumber != 0 || next.Legacy() {
-		return slot.CommitOffset, nil
+		return slot, slot.CommitOffset, nil
 	}
 	tr, err := walkTail(s, slot.CommitOffset, walkState{E: slot.NextIndex, A: slot.LastAsqn},
-		slot.LastTimestampUS, &next.BaseIndex, nil)
-	return tr.stop, err
+		slot.LastTimestampUS, &next.BaseIndex)
+	return slot, tr.stop, err
 }
 
 // resumeAfter validates ref by steps 1 to 4 of section 10.6 (B.6 for a
@@ -298,7 +332,7 @@ func (v *logView) resumeAfter(ref Ref) (uint32, uint64, walkState, error) {
 	if err != nil {
 		return 0, 0, st, err
 	}
-	end, err := v.segmentEnd(ref.Log, s, h)
+	_, end, err := v.segmentEnd(ref.Log, s, h)
 	if err != nil {
 		return 0, 0, st, err
 	}

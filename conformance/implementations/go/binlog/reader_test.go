@@ -249,7 +249,7 @@ func TestHostileLengthUsesNoMemoryForItsClaim(t *testing.T) {
 			}
 			// In a tail, recovery stops at it without allocating either.
 			patchFile(t, segPath(dir, 1), func(b []byte) []byte {
-				publishInto(t, b, 1, func(s *Slot) { s.CommitOffset = rec3 })
+				publishInto(t, b, 1, func(s *Slot) { s.CommitOffset, s.NextIndex = rec3, 3 })
 				return b
 			})
 			runtime.ReadMemStats(&before)

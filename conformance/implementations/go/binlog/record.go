@@ -121,10 +121,12 @@ func checkRecord(s *segmentFile, o, c uint64, st walkState) (decoded, error) {
 	return d, nil
 }
 
-// walkCommitted walks records from o up to the segment end c in committed
-// mode, calling emit for each data record. It returns where it stopped.
-func walkCommitted(s *segmentFile, o, c uint64, st *walkState, emit func(Record) error) (uint64, error) {
-	for o < c {
+// walkCommitted walks records from o in committed mode with segment end c,
+// calling emit for each data record, until it reaches limit (c, or an
+// offset below it where the caller has a check to make). It returns where
+// it stopped.
+func walkCommitted(s *segmentFile, o, limit, c uint64, st *walkState, emit func(Record) error) (uint64, error) {
+	for o < limit {
 		d, err := checkRecord(s, o, c, *st)
 		if err != nil {
 			return o, err
@@ -149,9 +151,8 @@ type tailResult struct {
 }
 
 // walkTail walks in tail mode (section 4.3.2) from o. successorBase, when
-// not nil, adds stop rule s. emit, when not nil, receives each data record
-// walked over. Only a failed read is returned as an error.
-func walkTail(s *segmentFile, o uint64, st walkState, lastTS int64, successorBase *uint64, emit func(Record) error) (tailResult, error) {
+// not nil, adds stop rule s. Only a failed read is returned as an error.
+func walkTail(s *segmentFile, o uint64, st walkState, lastTS int64, successorBase *uint64) (tailResult, error) {
 	for {
 		res := tailResult{stop: o, st: st, lastTS: lastTS}
 		if successorBase != nil && st.E >= *successorBase { // s: successor
@@ -177,11 +178,6 @@ func walkTail(s *segmentFile, o uint64, st walkState, lastTS int64, successorBas
 			return res, err
 		}
 		if d.frame == FrameData {
-			if emit != nil {
-				if err := emit(d.record(s.log, o)); err != nil {
-					return res, err
-				}
-			}
 			lastTS = d.ts
 		}
 		st.advance(d.frame, d.index, d.asqn)

@@ -40,7 +40,7 @@ func (w *Writer) prepare() (*writeTarget, error) {
 	}
 	if !w.validated {
 		st := walkState{E: h.BaseIndex, A: NoAsqn}
-		if _, err := walkCommitted(t.segmentFile, HeaderSize, h.Active.CommitOffset, &st, func(Record) error { return nil }); err != nil {
+		if _, err := walkCommitted(t.segmentFile, HeaderSize, h.Active.CommitOffset, h.Active.CommitOffset, &st, func(Record) error { return nil }); err != nil {
 			return nil, err
 		}
 		w.validated = true
@@ -156,7 +156,7 @@ func (w *Writer) sealPredecessor(n, last uint32) error {
 		return nil
 	}
 	s := p.h.Active
-	tr, err := walkTail(p.segmentFile, s.CommitOffset, walkState{E: s.NextIndex, A: s.LastAsqn}, s.LastTimestampUS, &succ.h.BaseIndex, nil)
+	tr, err := walkTail(p.segmentFile, s.CommitOffset, walkState{E: s.NextIndex, A: s.LastAsqn}, s.LastTimestampUS, &succ.h.BaseIndex)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (w *Writer) checkTail(t *writeTarget) error {
 // recoverTail is the recovery procedure of section 7.2 on the last segment.
 func (w *Writer) recoverTail(t *writeTarget) error {
 	s := t.h.Active
-	tr, err := walkTail(t.segmentFile, s.CommitOffset, walkState{E: s.NextIndex, A: s.LastAsqn}, s.LastTimestampUS, nil, nil)
+	tr, err := walkTail(t.segmentFile, s.CommitOffset, walkState{E: s.NextIndex, A: s.LastAsqn}, s.LastTimestampUS, nil)
 	if err != nil {
 		return err
 	}

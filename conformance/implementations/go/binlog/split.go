@@ -4,15 +4,22 @@ import "os"
 
 // ReadSplit calls emit for the committed records of segment log whose
 // offset lies in [start, stop) (section 10.5, R-27): it starts at the first
-// record boundary at or after start and stops before the first record at
-// stop or beyond. Consecutive splits return every record exactly once.
-// Damage inside the split is reported as by a read from the start.
+// record boundary at or after start and returns the records before stop.
+// It then walks on, returning nothing, up to the boundary found from stop
+// (or the segment end S when there is none), where the next split starts:
+// damage before that point is reported here, so that consecutive splits
+// either return every record exactly once or one of them fails. The checks
+// use S and the file size as a sequential reader's do; min(S, F) only bounds
+// the boundary searches.
 func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) error) error {
 	v, err := newLogView(dir)
 	if err != nil {
 		return err
 	}
 	defer v.close()
+	if log == v.blank {
+		return nil // a blank last segment holds no record
+	}
 	if !v.present[log] {
 		return ioError(u32p(log), nil, os.ErrNotExist)
 	}
@@ -23,21 +30,39 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 	if h.Legacy() {
 		return segmentError(ClassUnsupportedVersion, log, 4, "version 1 records carry nothing to find a boundary by")
 	}
-	end, err := v.segmentEnd(log, s, h)
+	slot, end, err := v.segmentEnd(log, s, h)
 	if err != nil {
 		return err
 	}
-	first, ok, err := findBoundary(s, max(start, HeaderSize), min(end, s.size), h.BaseIndex)
-	if err != nil || !ok {
+	bound := min(end, s.size)
+	first, ok, err := findBoundary(s, max(start, HeaderSize), bound, h.BaseIndex)
+	if err != nil || !ok || stop <= first.at {
 		return err
 	}
+	until := end
+	next, ok, err := findBoundary(s, stop, bound, h.BaseIndex)
+	if err != nil {
+		return err
+	}
+	if ok {
+		until = next.at
+	}
 	st := walkState{E: first.index, A: NoAsqn}
-	for o := first.at; o < end && o < stop; {
+	o := first.at
+	for {
+		if o == slot.CommitOffset {
+			if err := checkNextIndex(s, slot, &st, nil); err != nil {
+				return err
+			}
+		}
+		if o >= until {
+			return nil
+		}
 		d, err := checkRecord(s, o, end, st)
 		if err != nil {
 			return err
 		}
-		if d.frame == FrameData {
+		if d.frame == FrameData && o < stop {
 			if err := emit(d.record(log, o)); err != nil {
 				return err
 			}
@@ -45,7 +70,6 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 		st.advance(d.frame, d.index, d.asqn)
 		o = d.end
 	}
-	return nil
 }
 
 // findBoundary returns the first record boundary at or after start

@@ -43,7 +43,7 @@ const resyncWindow = 1 << 20
 // checksums that ends by bound (S' = min(S, F)) and carries an index ≥
 // minIndex. A length is used only after its header checksum has passed.
 func findCandidate(s *segmentFile, from, bound, minIndex uint64) (candidate, bool, error) {
-	for base := from; base+RecordHeaderSize <= bound; base += resyncWindow {
+	for base := from; bound >= RecordHeaderSize && base <= bound-RecordHeaderSize; base += resyncWindow {
 		buf, err := s.readAt(base, min(bound-base, resyncWindow+RecordHeaderSize))
 		if err != nil {
 			return candidate{}, false, err
@@ -71,15 +71,17 @@ func findCandidate(s *segmentFile, from, bound, minIndex uint64) (candidate, boo
 	return candidate{}, false, nil
 }
 
-// walkTolerant walks committed records from o up to the segment end c like
-// walkCommitted; with onDamage set it reports record damage and resumes at
-// the next position that satisfies conditions 1 to 6 of section 10.4,
-// with the index found there and the previous asqn reset. When there is
-// none it ends the walk at min(c, F) and reports lost: nothing after the
-// damage was read, so the walk's expected index is still the damaged one's.
-func walkTolerant(s *segmentFile, o, c uint64, st *walkState, onDamage func(Damage), emit func(Record) error) (uint64, bool, error) {
+// walkTolerant walks committed records from o up to limit like
+// walkCommitted, with c for step 4; with onDamage set it reports record
+// damage and resumes at the next position that satisfies conditions 1 to 6
+// of section 10.4, searched up to S' = min(S, F), with the index
+// found there and the previous asqn reset. segmentEnd gives S (section 6.1)
+// when a search needs it. When there is no such position it ends the walk
+// at S' and reports lost: nothing after the damage was read, so the walk's
+// expected index is still the damaged one's.
+func walkTolerant(s *segmentFile, o, limit, c uint64, segmentEnd func() (uint64, error), st *walkState, onDamage func(Damage), emit func(Record) error) (uint64, bool, error) {
 	for {
-		at, err := walkCommitted(s, o, c, st, emit)
+		at, err := walkCommitted(s, o, limit, c, st, emit)
 		if err == nil || onDamage == nil {
 			return at, false, err
 		}
@@ -87,16 +89,18 @@ func walkTolerant(s *segmentFile, o, c uint64, st *walkState, onDamage func(Dama
 		if !ok {
 			return at, false, err
 		}
-		bound := min(c, s.size)
+		end, err := segmentEnd()
+		if err != nil {
+			return at, false, err
+		}
+		bound := min(end, s.size)
 		found, ok, err := findCandidate(s, at+1, bound, st.E)
 		if err != nil {
 			return at, false, err
 		}
 		d := Damage{Class: e.Class, Log: s.log, Offset: u64p(at), Index: st.E}
 		if !ok {
-			if bound > at {
-				d.BytesSkipped = bound - at
-			}
+			d.BytesSkipped = skippedTo(bound, at)
 			onDamage(d)
 			return max(bound, at), true, nil
 		}
@@ -105,4 +109,13 @@ func walkTolerant(s *segmentFile, o, c uint64, st *walkState, onDamage func(Dama
 		*st = walkState{E: found.index, A: NoAsqn}
 		o = found.at
 	}
+}
+
+// skippedTo is the number of bytes from the damage at o to the end of the
+// segment's bytes: 0 when the damage lies at or beyond that end.
+func skippedTo(end, o uint64) uint64 {
+	if end > o {
+		return end - o
+	}
+	return 0
 }

@@ -226,3 +226,81 @@ func TestSplitNeverReturnsARecordBeyondTheCommitPoint(t *testing.T) {
 		t.Fatalf("a split beyond the commit point returned %v", got)
 	}
 }
+
+func TestReadRejectsASlotWhoseNextIndexDisagreesWithTheRecords(t *testing.T) {
+	dir := fixture(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+		publishInto(t, b, 1, func(s *Slot) { s.NextIndex++ })
+		return b
+	})
+	slot := uint64(SlotOffset(headerOf(t, readFile(t, segPath(dir, 1)), 1).Active.Generation))
+	one := uint32(1)
+	out := readTestLog(t, dir, ReadOptions{})
+	wantError(t, out.err, ClassBadHeader, &one, u64p(slot), u64p(4))
+	if len(out.records) != 3 {
+		t.Fatalf("%+v", out)
+	}
+	out, damage := readTolerantly(t, dir)
+	if out.err != nil || len(out.records) != 3 {
+		t.Fatalf("%+v", out)
+	}
+	wantDamage(t, damage, Damage{ClassBadHeader, 1, u64p(slot), 4, 0, u64p(5)})
+}
+
+func TestTolerantReadOfAVersion1SegmentSkipsItsRestAndGoesOn(t *testing.T) {
+	dir := t.TempDir()
+	tv := loadVectors(t)["TV-13"].data
+	damaged := append([]byte{}, tv...)
+	damaged[260] = 0xff // record 2's length is negative
+	writeFile(t, segPath(dir, 1), damaged)
+	writeFile(t, segPath(dir, 2), tv) // the same records again, as segment 2
+	patchFile(t, segPath(dir, 2), func(b []byte) []byte { b[19] = 2; return b })
+	out, damage := readTolerantly(t, dir)
+	if out.err != nil || len(out.records) != 4 {
+		t.Fatalf("%+v", out)
+	}
+	if got, want := refsOf(out.records), []Ref{{1, 248, 1}, {2, 248, 2}, {2, 260, 3}, {2, 272, 4}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v, want %v", got, want)
+	}
+	wantDamage(t, damage, Damage{ClassLengthOutOfRange, 1, u64p(260), 2, uint64(len(tv)) - 260, nil})
+}
+
+func TestTolerantSearchInAFinishedSegmentRunsToItsEndNotItsCommitPoint(t *testing.T) {
+	dir := twoSegments(t)
+	// Segment 1 finished, its seal and the publication of record 2 lost.
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+		publishInto(t, b, 1, func(s *Slot) { s.CommitOffset, s.NextIndex, s.LastAsqn, s.NextLogNumber = rec2, 2, NoAsqn, 0 })
+		b[rec1+40] ^= 1
+		return b
+	})
+	out, damage := readTolerantly(t, dir)
+	if got, want := refsOf(out.records), []Ref{{1, rec2, 2}, {2, 256, 3}}; out.err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v (%v), want %v", got, out.err, want)
+	}
+	wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(rec1), 1, rec2 - rec1, u64p(2)})
+}
+
+func TestSplitReportsDamageBeforeWhereTheNextSplitStarts(t *testing.T) {
+	dir := fixture(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[rec2+41] ^= 1; return b })
+	var records []Record
+	err := ReadSplit(dir, 1, rec1, rec2, func(r Record) error { records = append(records, r); return nil })
+	one := uint32(1)
+	wantError(t, err, ClassChecksumMismatch, &one, u64p(rec2), u64p(2))
+	if got := refsOf(records); !reflect.DeepEqual(got, []Ref{{1, rec1, 1}}) {
+		t.Fatalf("records %v", got)
+	}
+	if got := readSplit(t, dir, 1, rec2, math.MaxUint64); !reflect.DeepEqual(got, []Ref{{1, rec3, 3}}) {
+		t.Fatalf("the next split returned %v", got)
+	}
+}
+
+func TestSplitOfABlankLastSegmentReturnsNothing(t *testing.T) {
+	dir := fixture(t)
+	writeFile(t, segPath(dir, 2), make([]byte, 4096))
+	if got := readSplit(t, dir, 2, 256, math.MaxUint64); len(got) != 0 {
+		t.Fatalf("%v", got)
+	}
+	three := uint32(3)
+	wantError(t, ReadSplit(dir, 3, 256, math.MaxUint64, func(Record) error { return nil }), ClassIOError, &three, nil, nil)
+}

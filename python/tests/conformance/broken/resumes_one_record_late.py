@@ -20,12 +20,18 @@ class ResumesOneRecordLate(ReferenceReader):
 
     @staticmethod
     def _late(region: Json, records: list[Json]) -> Json:
-        """Drop the record the region resumed at from ``records``; the region then resumes at the one after it."""
-        if region["class"] == "chain_broken" or region["resumed_index"] is None:
+        """Drop the record the region resumed at from ``records``; the region then resumes at the one after it.
+
+        A region that is not record damage, or whose record was itself stepped over as damage, stays as it is.
+        """
+        if region["class"] in ("chain_broken", "bad_header") or region["resumed_index"] is None:
             return region
         at = next(
-            n for n, r in enumerate(records) if (r["log"], r["index"]) == (region["log"], region["resumed_index"])
+            (n for n, r in enumerate(records) if (r["log"], r["index"]) == (region["log"], region["resumed_index"])),
+            None,
         )
+        if at is None:
+            return region
         skipped = records.pop(at)
         following = records[at] if at < len(records) and records[at]["log"] == region["log"] else None
         return {
