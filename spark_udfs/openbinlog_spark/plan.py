@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from openbinlog import Damage
-from openbinlog._format import HEADER_SIZE
+from openbinlog._format import HEADER_SIZE, SLOT_OFFSETS
 from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo, is_blank_header, parse_header
 from openbinlog._segment_file import scan_tail
 from openbinlog.errors import BinlogError, ChainBrokenError
@@ -174,6 +174,8 @@ def _whole(facts: SegmentFacts, values: dict[str, Any]) -> RangeItem:
             exact_stop=True,
             start_index=header.base_index,
             start_asqn=facts.start_asqn,
+            end_index=facts.end_index,
+            slot_offset=SLOT_OFFSETS[header.commit.generation % 2],
         ),
         values,
     )

@@ -27,9 +27,9 @@ from construct import Construct, FormatField
 
 from openbinlog import Damage, Entry, _accel
 from openbinlog._crc import mask
-from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, RecordHeader
+from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, SLOT_OFFSETS, RecordHeader
 from openbinlog._records import RecordDecoder, find_next_record
-from openbinlog.errors import AsqnNotIncreasingError, BinlogError
+from openbinlog.errors import AsqnNotIncreasingError, BadHeaderError, BinlogError
 
 from .storage import SegmentSource
 
@@ -71,7 +71,11 @@ class SegmentRange:
     ``start_index`` and previous asqn ``start_asqn`` (offset 256, or a
     position a streaming offset recorded); otherwise the first boundary at or
     after ``start`` is searched. ``exact_stop`` likewise for ``stop``; a
-    ``stop`` at or beyond the segment end means the end.
+    ``stop`` at or beyond the segment end means the end. ``end_index``: the
+    index the active slot expects after the last record (the end of spec 8.4
+    for a finished segment), at ``slot_offset``; a walk that reaches the
+    segment end checks its own expected index against it (R-39). None: not
+    known, not checked.
     """
 
     log: int
@@ -84,6 +88,8 @@ class SegmentRange:
     exact_stop: bool
     start_index: int
     start_asqn: int
+    end_index: int | None = None
+    slot_offset: int = SLOT_OFFSETS[0]
 
     @property
     def readable_end(self) -> int:
@@ -353,6 +359,21 @@ class RangeWalker:
                     raise error.located(path=self.path) from None
                 region, pos, next_index, last_asqn = self._step_over(error, pos, next_index, stop)
                 yield region
+        end_index = rng.end_index
+        if last_range and pos == rng.segment_end and skipped_to != pos and end_index not in (None, next_index):
+            # R-39: the walk and the slot disagree at the segment end (a walk that skipped damage up to
+            # the end has nothing to compare). A tolerant walk reports it and expects the slot's index.
+            disagreement = BadHeaderError(
+                f"the records end before index {next_index}, the commit slot says {end_index}",
+                path=self.path,
+                log=rng.log,
+                offset=rng.slot_offset,
+                index=next_index,
+            )
+            if not self.tolerant:
+                raise disagreement
+            yield DamagedRegion(Damage.from_error(disagreement, bytes_skipped=0, next_index=end_index), b"")
+            next_index = end_index
         self.position, self.next_index = pos, next_index
 
     def _step_over(
