@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 )
 
 from openbinlog import Damage
-from openbinlog._format import HEADER_SIZE, RECORD_HEADER_SIZE
+from openbinlog._format import HEADER_SIZE, RECORD_HEADER_SIZE, SLOT_OFFSETS
 from openbinlog._records import RecordDecoder
 from openbinlog._segment import LegacyHeaderInfo, parse_header
 from openbinlog.errors import BinlogError
@@ -116,6 +116,8 @@ def segment_batches(data: bytes, builder: BatchBuilder, options: ReadOptions, ur
                 exact_stop=True,
                 start_index=header.base_index,
                 start_asqn=-1,
+                end_index=header.commit.next_index,
+                slot_offset=SLOT_OFFSETS[header.commit.generation % 2],
             ),
             path=url,
             tolerant=options.tolerant,

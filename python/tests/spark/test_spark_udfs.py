@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from binlog_frames import collected, reference
 from logtools import segment
 from pyspark.sql import SparkSession
@@ -11,7 +12,19 @@ from pyspark.sql import functions as F
 from test_spark_semantics import damaged_log
 
 from openbinlog._records import encode_record
-from openbinlog_spark.udfs import decode_record, explode_segments, payload_json, payload_text, segment_records
+from openbinlog.errors import BadHeaderError
+from openbinlog_spark.columns import DEFAULT_CORRUPT_COLUMN, ERROR_COLUMN, BatchBuilder, record_schema
+from openbinlog_spark.options import ReadOptions
+from openbinlog_spark.udfs import (
+    decode_record,
+    explode_segments,
+    payload_json,
+    payload_text,
+    segment_batches,
+    segment_records,
+)
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 
 
 def test_segments_in_a_binary_column_decode_like_the_log(spark: SparkSession, tmp_path: Path) -> None:
@@ -67,3 +80,18 @@ def test_payload_helpers_decode_text_and_json(spark: SparkSession) -> None:
     assert [row.text for row in rows] == ['{"amount": 12}', None, "plain"]
     assert rows[0].json.amount == 12
     assert rows[1].json is None
+
+
+@pytest.mark.spec("R-39")
+def test_a_segment_in_a_column_checks_its_slot_against_the_records(tmp_path: Path) -> None:
+    # The active slot claims one more record than the segment holds (the fixture of
+    # must.reader.slot.next_index_disagrees): strict decoding fails, tolerant decoding reports it.
+    data = (FIXTURES / "next_index_disagrees" / "00000001.dat").read_bytes()
+    builder = BatchBuilder(record_schema([], DEFAULT_CORRUPT_COLUMN), file="column", partition_values={})
+    with pytest.raises(BadHeaderError) as caught:
+        list(segment_batches(data, builder, ReadOptions.parse({"mode": "FAILFAST"}), "column"))
+    assert (caught.value.offset, caught.value.index) == (96, 6)
+    batches = list(segment_batches(data, builder, ReadOptions.parse({}), "column"))
+    errors = [row for batch in batches for row in batch.column(ERROR_COLUMN).to_pylist() if row is not None]
+    assert [(error["error_class"], error["resume_index"]) for error in errors] == [("bad_header", 7)]
+    assert sum(batch.num_rows for batch in batches) == 5 + 1  # the five records and the damage row
