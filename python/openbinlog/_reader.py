@@ -30,10 +30,10 @@ from ._segment_file import (
     list_segments,
     next_entries,
     segment_end,
+    slot_disagreement,
 )
 from ._wake import ChangeWaiter
 from .errors import (
-    BadHeaderError,
     BinlogError,
     ChainBrokenError,
     CorruptionError,
@@ -484,13 +484,12 @@ class Reader:
                     cursor.extend(end.offset)
                     return True
                 if cursor.offset == end.offset and cursor.next_index != end.next_index and not cursor.lost_tail:
-                    # Walk and slot disagree at the commit point: records are missing, or the slot lies.
-                    error = BadHeaderError(
-                        f"the records end before index {cursor.next_index}, the commit slot says {end.next_index}",
+                    error = slot_disagreement(
+                        cursor.next_index,
+                        end.next_index,
                         path=segment.path,
                         log=segment.log,
-                        offset=end.slot_offset,
-                        index=cursor.next_index,
+                        slot_offset=end.slot_offset,
                     )
                     if not self.tolerant:
                         raise error

@@ -262,6 +262,20 @@ class SegmentEnd:
     slot_offset: int  # where the slot this end comes from sits, for error reports
 
 
+def slot_disagreement(walked_index: int, slot_index: int, *, path: str, log: int, slot_offset: int) -> BadHeaderError:
+    """R-39: a walk that reached the segment end expects ``walked_index``, the active slot ``slot_index``.
+
+    Records below the commit point are missing, or the slot is wrong.
+    """
+    return BadHeaderError(
+        f"the records end before index {walked_index}, the commit slot says {slot_index}",
+        path=path,
+        log=log,
+        offset=slot_offset,
+        index=walked_index,
+    )
+
+
 def is_last_blank(directory: str, log: int) -> bool:
     """A blank segment that is the highest-numbered one present: absent, not damaged (spec 3.5)."""
     logs = list_segments(directory)

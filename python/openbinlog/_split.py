@@ -17,8 +17,8 @@ from ._format import (
 )
 from ._records import Entry, RecordDecoder
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, find_segment, is_last_blank, next_entries, segment_end
-from .errors import BadHeaderError, BinlogError, NotALogError, UnsupportedVersionError
+from ._segment_file import SegmentFile, find_segment, is_last_blank, next_entries, segment_end, slot_disagreement
+from .errors import BinlogError, NotALogError, UnsupportedVersionError
 
 SCAN_WINDOW = 1 << 20
 
@@ -120,11 +120,6 @@ def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: in
                 if entry.offset < stop:
                     yield entry
         if decoder.offset == limit and decoder.next_index != end.next_index:
-            # a walk that reaches the segment end checks it against the slot.
-            raise BadHeaderError(
-                f"the records end before index {decoder.next_index}, the commit slot says {end.next_index}",
-                path=segment.path,
-                log=log,
-                offset=end.slot_offset,
-                index=decoder.next_index,
+            raise slot_disagreement(
+                decoder.next_index, end.next_index, path=segment.path, log=log, slot_offset=end.slot_offset
             )

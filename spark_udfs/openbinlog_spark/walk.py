@@ -29,7 +29,8 @@ from openbinlog import Damage, Entry, _accel
 from openbinlog._crc import mask
 from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, SLOT_OFFSETS, RecordHeader
 from openbinlog._records import RecordDecoder, find_next_record
-from openbinlog.errors import AsqnNotIncreasingError, BadHeaderError, BinlogError
+from openbinlog._segment_file import slot_disagreement
+from openbinlog.errors import AsqnNotIncreasingError, BinlogError
 
 from .storage import SegmentSource
 
@@ -363,12 +364,8 @@ class RangeWalker:
         if last_range and pos == rng.segment_end and skipped_to != pos and end_index not in (None, next_index):
             # the walk and the slot disagree at the segment end (a walk that skipped damage up to
             # the end has nothing to compare). A tolerant walk reports it and expects the slot's index.
-            disagreement = BadHeaderError(
-                f"the records end before index {next_index}, the commit slot says {end_index}",
-                path=self.path,
-                log=rng.log,
-                offset=rng.slot_offset,
-                index=next_index,
+            disagreement = slot_disagreement(
+                next_index, end_index, path=self.path, log=rng.log, slot_offset=rng.slot_offset
             )
             if not self.tolerant:
                 raise disagreement
