@@ -9,7 +9,7 @@ per commit, group commit across threads, several processes under a lock),
 
 from ._format import FIRST_INDEX, HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SIGNATURE
 from ._maintenance import CODECS, Compressed, RepairReport, RetentionDecision, compress_segments, repair, retain
-from ._reader import Damage, Reader, last_entry, read_all
+from ._reader import Reader, last_entry, read_all
 from ._records import Entry, RecordDecoder, TailStop, encode_record
 from ._ref import Ref
 from ._split import read_split
@@ -27,6 +27,7 @@ from ._subscribers import (
 from ._verify import SegmentReport, TailReport, VerifyReport, recover, verify
 from ._writer import DURABILITY_MODES, Durability, RecoveryAction, Writer
 from .errors import (
+    AmbiguousSplitError,
     AsqnNotIncreasingError,
     AsqnOrderError,
     BadHeaderError,
@@ -48,6 +49,7 @@ from .errors import (
     WriterClosedError,
     WriterFailedError,
 )
+from .walk import Damage
 
 __version__ = "0.1.0"
 
@@ -60,6 +62,7 @@ __all__ = [
     "NO_ASQN",
     "RECORD_HEADER_SIZE",
     "SIGNATURE",
+    "AmbiguousSplitError",
     "AsqnNotIncreasingError",
     "AsqnOrderError",
     "BadHeaderError",

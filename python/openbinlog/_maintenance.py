@@ -15,14 +15,14 @@ import zstandard
 
 from ._format import HEADER_SIZE, segment_name
 from ._fs import sync_directory
-from ._reader import Damage
 from ._segment import LegacyHeaderInfo
-from ._segment_file import READ_CHUNK, SegmentFile, find_segment, list_segments
+from ._segment_file import SegmentFile, find_segment, list_segments
 from ._split import read_split
 from ._subscribers import fix_checkpoints, list_subscribers, segment_last_index
 from ._verify import recover, verify
 from ._writer import RecoveryAction, Writer
 from .errors import BinlogIOError
+from .walk import READ_CHUNK, Damage
 
 CODECS = ("gz", "zst")
 

@@ -85,11 +85,6 @@ def _covered(data: bytes) -> list[bytes]:
     return [data[part] for part in HEADER_CRC_COVERS]
 
 
-def is_blank_header(data: bytes) -> bool:
-    """A segment that never got a durable header: shorter than one, or all zeros."""
-    return len(data) < HEADER_SIZE or not any(data[:HEADER_SIZE])
-
-
 def parse_header(data: bytes, *, log: int | None = None) -> SegmentHeaderInfo | LegacyHeaderInfo:
     """Verify and decode the first 256 bytes of a segment, in the order of spec 3.4."""
     if len(data) < HEADER_SIZE:
@@ -127,6 +122,9 @@ def parse_header(data: bytes, *, log: int | None = None) -> SegmentHeaderInfo | 
 
 def _parse_legacy(data: bytes, log: int | None) -> LegacyHeaderInfo:
     fields = LegacyHeader.parse(data[:LEGACY_FIRST_RECORD_OFFSET])
+    if fields.header_length != HEADER_LENGTH_FIELD:
+        # jPOS-EE checks this value as its file magic on open ("Invalid jPOS BinLog version").
+        raise BadSignatureError(f"version 1 file magic {fields.header_length:#x}, expected 0xfc", log=log, offset=0)
     if log is not None and fields.log_number != log:
         raise BadHeaderError(f"header names log {fields.log_number}, the file name says {log}", log=log, offset=16)
     if fields.status not in (STATUS_OPEN, STATUS_CLOSED):

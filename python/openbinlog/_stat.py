@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from ._format import HEADER_SIZE, LEGACY_FIRST_RECORD_OFFSET, RECORD_HEADER, SLOT_OFFSETS, SLOT_SIZE
 from ._legacy import iter_legacy_records
 from ._segment import LegacyHeaderInfo, decode_slot
-from ._segment_file import SegmentFile, find_segment, list_segments, segment_end
+from ._segment_file import LocalDirectory, SegmentFile, find_segment, list_segments
 from .errors import NotALogError
+from .walk import end_in
 
 
 @dataclass
@@ -49,11 +50,10 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
                 out.append(item)
                 continue
             header = segment.header()
-            successor = log + 1 in logs
             if isinstance(header, LegacyHeaderInfo):
                 item.version, item.commit_offset = 1, header.tail
-                item.state = "sealed" if header.closed else "finished" if successor else "open"
-                data = segment.read(LEGACY_FIRST_RECORD_OFFSET, header.tail - LEGACY_FIRST_RECORD_OFFSET)
+                item.state = "sealed" if header.closed else "open"  # a successor does not finish it (B.4)
+                data = segment.read_at(LEGACY_FIRST_RECORD_OFFSET, header.tail - LEGACY_FIRST_RECORD_OFFSET)
                 entries = list(
                     iter_legacy_records(
                         data, log=log, offset=LEGACY_FIRST_RECORD_OFFSET, tail=header.tail, next_index=legacy_index
@@ -66,21 +66,21 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
                 out.append(item)
                 continue
             commit = segment.commit(header)
-            end_info = segment_end(path, segment, header)
-            end, final, next_index = end_info.offset, end_info.final, end_info.next_index
+            end_info = end_in(LocalDirectory(path), segment, header, logs)
+            end, final, next_index = end_info.offset, end_info.final, end_info.index
             item.version = 2
             item.state = "sealed" if commit.closed else "finished" if final else "open"
             item.commit_offset = end
             item.records = next_index - header.base_index
             if item.records:
                 item.first_index, item.last_index = header.base_index, next_index - 1
-                first = segment.read(HEADER_SIZE, RECORD_HEADER.size)
+                first = segment.read_at(HEADER_SIZE, RECORD_HEADER.size)
                 item.first_timestamp_us = RECORD_HEADER.unpack(first)[6]
                 item.last_timestamp_us = commit.last_timestamp_us
             item.log_id = header.log_id.hex()
             item.created_us = header.created_us
             item.flags, item.capacity = header.flags, header.capacity
-            raw = segment.read(0, HEADER_SIZE)
+            raw = segment.read_at(0, HEADER_SIZE)
             for at in SLOT_OFFSETS:
                 slot = decode_slot(raw[at : at + SLOT_SIZE])
                 item.slots.append(

@@ -20,8 +20,9 @@ from ._reader import Reader, last_entry
 from ._records import Entry
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, list_segments, segment_end
+from ._segment_file import LocalDirectory, SegmentFile, list_segments
 from .errors import BinlogError, BinlogIOError, InvalidRefError, NotALogError
+from .walk import end_in
 
 SUBSCRIBERS_DIR = "subscribers"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -153,8 +154,8 @@ def segment_last_index(directory: str, log: int) -> int | None:
         header = segment.header()
         if isinstance(header, LegacyHeaderInfo):
             return None
-        end = segment_end(directory, segment, header)
-        return end.next_index - 1 if end.final else None
+        end = end_in(LocalDirectory(directory), segment, header, list_segments(directory))
+        return end.index - 1 if end.final else None
 
 
 def fix_checkpoints(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list[str]:

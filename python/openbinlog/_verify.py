@@ -6,11 +6,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ._reader import Damage, Reader
+from ._reader import Reader
 from ._segment import LegacyHeaderInfo
-from ._segment_file import READ_CHUNK, SegmentFile, is_last_blank, list_segments
+from ._segment_file import LocalDirectory, SegmentFile
 from ._writer import TEMP_NAME, RecoveryAction, Writer
 from .errors import BinlogError
+from .walk import Damage, all_zero, present_segment, tail_walk
 
 
 @dataclass
@@ -59,21 +60,13 @@ class VerifyReport:
         return result
 
 
-def _nonzero_beyond(segment: SegmentFile, start: int, size: int) -> bool:
-    at = start
-    while at < size:
-        chunk = segment.read(at, min(READ_CHUNK, size - at))
-        if not chunk:
-            return False
-        if chunk.count(0) != len(chunk):
-            return True
-        at += len(chunk)
-    return False
-
-
-def _describe(directory: str, log: int, has_successor: bool) -> SegmentReport:
+def _describe(logs: LocalDirectory, log: int, present: list[int]) -> SegmentReport:
     """A segment's state; for the last segment, also what lies beyond its end (never damage)."""
-    with SegmentFile(directory, log) as segment:
+    successor = present_segment(logs, log + 1, present)
+    if successor is not None:
+        successor.close()
+    has_successor = successor is not None
+    with SegmentFile(logs.path, log) as segment:
         size = segment.size()
         if segment.is_blank():
             return SegmentReport(log, segment.path, 0, "blank", None, file_size=size)
@@ -82,7 +75,7 @@ def _describe(directory: str, log: int, has_successor: bool) -> SegmentReport:
             state = "sealed" if header.closed else "finished" if has_successor else "open"
             report = SegmentReport(log, segment.path, 1, state, None, commit_offset=header.tail, file_size=size)
             if not has_successor:
-                torn = size - header.tail if _nonzero_beyond(segment, header.tail, size) else 0
+                torn = 0 if all_zero(segment, header.tail) else size - header.tail
                 report.tail = TailReport(header.tail, header.tail, 0, torn, "legacy")
             return report
         commit = segment.commit(header)
@@ -91,9 +84,9 @@ def _describe(directory: str, log: int, has_successor: bool) -> SegmentReport:
             log, segment.path, 2, state, header.base_index, commit_offset=commit.commit_offset, file_size=size
         )
         if not has_successor:
-            scan = segment.scan_tail(commit)
+            scan = tail_walk(segment, log=log, commit=commit)
             extra = scan.extra_bytes
-            if header.preallocated and not _nonzero_beyond(segment, scan.end, size):
+            if header.preallocated and all_zero(segment, scan.end):
                 extra = 0  # unwritten space, not a torn tail
             report.tail = TailReport(commit.commit_offset, scan.end, scan.records, extra, scan.stop.reason)
         return report
@@ -108,12 +101,12 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
     """
     path = os.fspath(directory)
     report = VerifyReport(path)
-    logs = list_segments(path)
-    present = set(logs)
+    logs_dir = LocalDirectory(path)
+    logs = logs_dir.segments()
     by_log: dict[int, SegmentReport] = {}
     for log in logs:
         try:
-            segment_report = _describe(path, log, log + 1 in present and not is_last_blank(path, log + 1))
+            segment_report = _describe(logs_dir, log, logs)
         except BinlogError as exc:
             report.damage.append(Damage.from_error(exc.located(path=path, log=log), bytes_skipped=0, next_index=None))
             continue

@@ -32,10 +32,9 @@ from ._segment import (
     build_header,
     encode_mirror,
     encode_slot,
-    is_blank_header,
     parse_header,
 )
-from ._segment_file import SegmentFile, TailScan, list_segments, next_entries, scan_tail
+from ._segment_file import SegmentFile, list_segments
 from .errors import (
     AsqnOrderError,
     BinlogError,
@@ -45,6 +44,7 @@ from .errors import (
     WriterClosedError,
     WriterFailedError,
 )
+from .walk import TailScan, is_blank, next_entries, tail_walk
 
 Durability = Literal["sync", "group", "os", "strict"]
 DURABILITY_MODES: tuple[Durability, ...] = ("sync", "group", "os", "strict")
@@ -88,6 +88,20 @@ class _Call:
         self.lead = False
         self.wake = threading.Lock()
         self.wake.acquire()
+
+
+@dataclass(frozen=True, slots=True)
+class _FdSource:
+    """A descriptor the writer holds, as a source of the walk: reads go through its file-system layer."""
+
+    fs: FileSystem
+    fd: int
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        return self.fs.pread(self.fd, size, offset)
+
+    def size(self) -> int:
+        return self.fs.size(self.fd)
 
 
 @dataclass
@@ -618,7 +632,7 @@ class Writer:
             path = self._path(segment_name(last))
             fd = self._fs.open_write(path)
             data = self._fs.pread(fd, HEADER_SIZE, 0)
-            if not self._blank(fd, data):
+            if not is_blank(_FdSource(self._fs, fd)):
                 break
             # Its header never became durable, so it never held a record.
             self._fs.close(fd)
@@ -653,20 +667,6 @@ class Writer:
             self._seal_finished(logs[-2], header)
         return segment
 
-    def _blank(self, fd: int, head: bytes) -> bool:
-        """Spec 3.5: shorter than a header, or zero in every byte; never a zeroed header before records."""
-        if not is_blank_header(head):
-            return False
-        at, size = HEADER_SIZE, self._fs.size(fd)
-        while at < size:
-            chunk = self._fs.pread(fd, min(len(ZERO_CHUNK), size - at), at)
-            if chunk != ZERO_CHUNK[: len(chunk)]:
-                return False
-            if not chunk:
-                break
-            at += len(chunk)
-        return True
-
     def _verify_committed(self, segment: _OpenSegment) -> None:
         """Refuse to append after committed data that does not check out."""
         commit = self._read_commit(segment)
@@ -676,9 +676,7 @@ class Writer:
         try:
             fed = HEADER_SIZE
             while True:
-                entries, fed = next_entries(
-                    decoder, lambda at, size: self._fs.pread(segment.fd, size, at), fed=fed, end=commit.commit_offset
-                )
+                entries, fed = next_entries(decoder, _FdSource(self._fs, segment.fd), fed=fed, end=commit.commit_offset)
                 if not entries:
                     break
         except BinlogError as exc:
@@ -695,12 +693,8 @@ class Writer:
             header = parse_header(data, log=log)
             if isinstance(header, LegacyHeaderInfo) or header.commit.closed:
                 return
-            scan = scan_tail(
-                lambda offset, size: self._fs.pread(fd, size, offset),
-                log=log,
-                commit=header.commit,
-                file_size=self._fs.size(fd),
-                stop_before_index=successor.base_index,
+            scan = tail_walk(
+                _FdSource(self._fs, fd), log=log, commit=header.commit, stop_before_index=successor.base_index
             )
             if scan.next_index != successor.base_index:
                 return  # the chain is broken; readers report it, a writer does not paper over it
@@ -729,12 +723,7 @@ class Writer:
             probe = self._fs.pread(segment.fd, RECORD_HEADER_SIZE, commit.commit_offset)
             if probe == ZERO_CHUNK[: len(probe)]:
                 return commit
-        scan = scan_tail(
-            lambda offset, count: self._fs.pread(segment.fd, count, offset),
-            log=segment.log,
-            commit=commit,
-            file_size=size,
-        )
+        scan = tail_walk(_FdSource(self._fs, segment.fd), log=segment.log, commit=commit)
         segment.tail_checked = True
         return self._settle_tail(segment, commit, scan)
 

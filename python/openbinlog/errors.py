@@ -108,6 +108,15 @@ class InvalidRefError(BinlogError):
     error_class = "invalid_ref"
 
 
+class AmbiguousSplitError(BinlogError):
+    """A split's end boundary lies inside a record its walk returned: a payload holds a valid record of the log.
+
+    The bytes are intact; the split point cannot be resolved from them (spec 10.5).
+    """
+
+    error_class = "ambiguous_split"
+
+
 class BinlogIOError(BinlogError):
     """The operating system refused a read, write, sync or lock."""
 
@@ -160,6 +169,7 @@ ERROR_CLASSES: dict[str, type[BinlogError]] = {
         UnsupportedVersionError,
         UnsupportedFeatureError,
         InvalidRefError,
+        AmbiguousSplitError,
         BinlogIOError,
     )
 }

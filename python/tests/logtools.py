@@ -108,3 +108,20 @@ def assert_read_only(directory: Path, action: Callable[[], T]) -> T:
     result = action()
     assert tree_digest(directory) == before, "a reader changed the directory"
     return result
+
+
+def legacy_segment(records: list[bytes], *, log: int, closed: bool, next_log: int = 0) -> bytes:
+    """A segment as jPOS-EE writes it: a 256-byte header, records from offset 248."""
+    body = b"".join(len(r).to_bytes(4, "big", signed=True) + r for r in records)
+    tail = 248 + len(body)
+    header = (
+        (252).to_bytes(4, "big")
+        + (1).to_bytes(2, "big")
+        + (1 if closed else 0).to_bytes(2, "big")
+        + tail.to_bytes(8, "big")
+        + log.to_bytes(4, "big")
+        + next_log.to_bytes(4, "big")
+    ).ljust(256, b"\0")
+    data = bytearray(header)
+    data[248 : 248 + len(body)] = body  # records overwrite the header's last 8 bytes
+    return bytes(data) if len(data) >= 248 + len(body) else bytes(data[:248]) + body

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from logtools import legacy_segment
 
 from openbinlog import Reader, Ref, encode_record
 from openbinlog._crc import masked_crc32c
@@ -84,6 +85,8 @@ def test_legacy_segment_vector(tmp_path: Path) -> None:
     log = tmp_path / "log"
     log.mkdir()
     (log / "00000001.dat").write_bytes(vectors()["TV-13"])
+    # The segment was closed by a cutover, which jPOS-EE starts by creating the successor.
+    (log / "00000002.dat").write_bytes(legacy_segment([], log=2, closed=False))
     with Reader(log) as reader:
         entries = list(reader)
     assert [(e.index, e.offset, e.payload, e.checked) for e in entries] == [

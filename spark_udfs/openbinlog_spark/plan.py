@@ -21,8 +21,8 @@ from pyspark.sql.datasource import InputPartition
 
 from openbinlog import Damage
 from openbinlog._format import HEADER_SIZE, SLOT_OFFSETS
-from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo, is_blank_header, parse_header
-from openbinlog._segment_file import scan_tail
+from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo, parse_header
+from openbinlog.walk import is_blank, tail_walk
 from openbinlog.errors import BinlogError, ChainBrokenError
 
 from .listing import SegmentFile
@@ -122,7 +122,7 @@ def read_facts(storage: Storage, segment: SegmentFile, options: ReadOptions) -> 
     except CorruptFileError as error:
         facts.error = error.located(log=segment.log)  # a compressed segment that cannot be unpacked
         return facts
-    facts.blank = is_blank_header(data)
+    facts.blank = len(data) < HEADER_SIZE or not any(data)  # interim: replaced by the walk's blank test
     try:
         facts.header = parse_header(data, log=segment.log)
     except BinlogError as error:
@@ -142,13 +142,7 @@ def settle_end(storage: Storage, facts: SegmentFacts, successor: SegmentFacts | 
     if commit.closed or successor_header is None:
         return
     with storage.open(facts.file.url, facts.file.compression, max_decompressed=options.max_decompressed) as source:
-        scan = scan_tail(
-            source.read_at,
-            log=header.log,
-            commit=commit,
-            file_size=source.size(),
-            stop_before_index=successor_header.base_index,
-        )
+        scan = tail_walk(source, log=header.log, commit=commit, stop_before_index=successor_header.base_index)
     facts.end, facts.end_index = scan.end, scan.next_index
     facts.end_asqn, facts.end_timestamp_us = scan.last_asqn, scan.last_timestamp_us
 

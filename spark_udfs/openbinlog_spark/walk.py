@@ -29,7 +29,7 @@ from openbinlog import Damage, Entry, _accel
 from openbinlog._crc import mask
 from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, SLOT_OFFSETS, RecordHeader
 from openbinlog._records import RecordDecoder, find_next_record
-from openbinlog._segment_file import slot_disagreement
+from openbinlog.walk import slot_disagreement
 from openbinlog.errors import AsqnNotIncreasingError, BinlogError
 
 from .storage import SegmentSource

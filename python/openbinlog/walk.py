@@ -1,0 +1,1094 @@
+"""The reading procedure of the spec (section 10, "The walk"), implemented once.
+
+Every reader of this package and of its adapters walks a log through this
+module: ``Reader`` and ``read_split``, ``verify`` and the recovery dry run,
+the writer's tail walk, the CLI, the Spark source and its UDFs. It works on
+any ``Source`` (bytes read at an offset, and a size): local files, fsspec
+files, decompressed copies, bytes in memory. The record checks themselves
+are the codec's (``RecordDecoder``, spec 4.3); this module decides where a
+walk starts, where it ends, what it does at damage and at each segment
+boundary.
+
+Where each rule of the walk lives:
+
+- blank segment (spec 3.5): ``is_blank``
+- segment end S and end index I_S (spec 6.1, 8.4): ``segment_end``, ``legacy_end``
+- tail walk (spec 4.3.2): ``tail_walk``
+- R-39 at the commit point: ``SegmentWalk`` (``_at_end``), error built by ``slot_disagreement``
+- resynchronisation (spec 10.4): ``resync``
+- split start and stop (spec 10.5): ``find_boundary``, ``SegmentWalk`` (``Split``)
+- chain (spec 8.6, Appendix B.4): ``next_segment``
+- the walk of a whole log (spec 10.2, 10.3, 10.6): ``LogWalk``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from crc32c import crc32c as _raw_crc32c
+
+from ._crc import mask
+from ._format import (
+    FRAME_DATA,
+    FRAME_FIRST_SKIPPABLE,
+    HEADER_SIZE,
+    LEGACY_FIRST_RECORD_OFFSET,
+    LEGACY_LENGTH_SIZE,
+    MAX_RECORD_LENGTH,
+    MIN_RECORD_LENGTH,
+    NO_ASQN,
+    RECORD_HEADER,
+    RECORD_HEADER_SIZE,
+    SLOT_OFFSETS,
+)
+from ._legacy import iter_legacy_records
+from ._records import BATCH_ENTRIES, Entry, RecordDecoder, TailStop
+from ._ref import Ref
+from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, active_commit, parse_header
+from .errors import (
+    AmbiguousSplitError,
+    BadHeaderError,
+    BinlogError,
+    ChainBrokenError,
+    CorruptionError,
+    InvalidRefError,
+    TruncatedError,
+    UnsupportedFeatureError,
+)
+
+READ_CHUNK = 1 << 20
+SEARCH_WINDOW = 1 << 20
+_CRC_END = RECORD_HEADER_SIZE - 4
+_FRAME_DATA_BYTE = bytes([FRAME_DATA])
+
+Header = SegmentHeaderInfo | LegacyHeaderInfo
+
+
+class Source(Protocol):
+    """Random read access to the bytes of one segment file."""
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes from ``offset``; fewer only where the file ends."""
+        ...
+
+    def size(self) -> int: ...
+
+
+class SegmentSource(Source, Protocol):
+    """A segment of a log directory, opened for reading."""
+
+    path: str
+    log: int
+
+    def close(self) -> None: ...
+
+
+class Directory(Protocol):
+    """A log directory: which segments it holds, and their bytes."""
+
+    path: str
+
+    def segments(self) -> list[int]:
+        """The log numbers present, ascending (R-1)."""
+        ...
+
+    def open(self, log: int) -> SegmentSource | None:
+        """Segment ``log``, or None when no name of it exists any more."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BytesSource:
+    """A segment held in memory."""
+
+    data: bytes
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + max(size, 0)]
+
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """One damaged region of committed data, as a tolerant reader reports it (spec 10.4)."""
+
+    error_class: str
+    message: str
+    path: str | None
+    log: int | None
+    offset: int | None
+    index: int | None
+    bytes_skipped: int
+    next_index: int | None
+
+    @classmethod
+    def from_error(cls, error: BinlogError, *, bytes_skipped: int, next_index: int | None) -> Damage:
+        return cls(
+            error.error_class,
+            error.message,
+            error.path,
+            error.log,
+            error.offset,
+            error.index,
+            bytes_skipped,
+            next_index,
+        )
+
+
+# -- one segment: blank test, header, end ------------------------------------
+
+
+def all_zero(source: Source, start: int = 0) -> bool:
+    """Every byte of ``source`` from ``start`` to its end is zero."""
+    size, at = source.size(), start
+    while at < size:
+        chunk = source.read_at(at, min(HEADER_SIZE if at == 0 else READ_CHUNK, size - at))
+        if not chunk:
+            break
+        if chunk.count(0) != len(chunk):
+            return False
+        at += len(chunk)
+    return True
+
+
+def is_blank(source: Source) -> bool:
+    """Spec 3.5: every byte of the file is zero (a file of no bytes included).
+
+    A short file with a non-zero byte is not blank (its header check says
+    ``truncated``), nor is a zeroed header in front of records (its version 0
+    says ``unsupported_version``): records are reported, never dropped.
+    """
+    return all_zero(source, 0)
+
+
+def read_header(source: Source, log: int) -> Header:
+    """The header of segment ``log``, checked in the order of spec 3.4 (Appendix B.3 for version 1)."""
+    return parse_header(source.read_at(0, HEADER_SIZE), log=log)
+
+
+def read_commit(source: Source, header: SegmentHeaderInfo) -> CommitState:
+    """The active commit slot, read again from the file (R-4): it moves while writers append."""
+    return active_commit(source.read_at(0, HEADER_SIZE), base_index=header.base_index, log=header.log)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentEnd:
+    """Where a segment's committed records end now: S, and the index a walk expects there, I_S (spec 6.1)."""
+
+    offset: int
+    index: int
+    last_asqn: int
+    last_timestamp_us: int
+    final: bool  # sealed or finished: the end does not move any more
+    closed: bool  # sealed (version 2) or closed (version 1): the successor must follow
+    slot_offset: int  # the active slot this end comes from, where R-39 reports
+
+
+@dataclass(frozen=True, slots=True)
+class TailScan:
+    """What a tail-mode walk (spec 4.3.2) found beyond the commit point."""
+
+    commit_offset: int
+    end: int
+    next_index: int
+    last_asqn: int
+    last_timestamp_us: int
+    records: int
+    stop: TailStop
+    file_size: int
+
+    @property
+    def extra_bytes(self) -> int:
+        """Bytes after the last valid record: what recovery truncates or zeroes."""
+        return max(self.file_size - self.end, 0)
+
+
+def next_entries(
+    decoder: RecordDecoder, source: Source, *, fed: int, end: int, most: int = BATCH_ENTRIES
+) -> tuple[list[Entry], int]:
+    """The next entries (up to ``most``), fed from ``source`` (bytes ``fed`` to ``end``) as needed.
+
+    Returns the entries (none when the walk is over for now) and how far the
+    file has been fed. Reads are large and bounded by ``end``: memory stays
+    proportional to the bytes actually present. Each read starts where the
+    decoder stands, so the few bytes of a record cut by the previous read are
+    read again rather than joined to the next read by a copy of it.
+    """
+    while True:
+        entries = decoder.next_batch(most)
+        if entries or decoder.done:
+            return entries, fed
+        if fed >= end:
+            if decoder.input_ended:
+                return entries, fed
+            decoder.end_of_input()
+            continue
+        start, held = decoder.offset, decoder.pending()
+        data = source.read_at(start, min(max(held + decoder.wanted(), READ_CHUNK), end - start))
+        if len(data) <= held:  # nothing new: the file ends before ``end``
+            end = fed
+            continue
+        decoder.refill(data)
+        fed = start + len(data)
+
+
+def tail_walk(source: Source, *, log: int, commit: CommitState, stop_before_index: int | None = None) -> TailScan:
+    """Spec 4.3.2: the valid records beyond the commit point, up to the first that fails.
+
+    ``stop_before_index``: stop rule "s" of a finished segment's walk (spec
+    8.4): records whose index reaches the successor's base index are not
+    part of this segment.
+    """
+    file_size = source.size()
+    decoder = RecordDecoder(
+        log=log, offset=commit.commit_offset, next_index=commit.next_index, last_asqn=commit.last_asqn
+    )
+    fed = commit.commit_offset
+    records = 0
+    last_timestamp = commit.last_timestamp_us
+    while stop_before_index is None or decoder.next_index < stop_before_index:
+        most = (
+            BATCH_ENTRIES if stop_before_index is None else min(BATCH_ENTRIES, stop_before_index - decoder.next_index)
+        )
+        entries, fed = next_entries(decoder, source, fed=fed, end=file_size, most=most)
+        if not entries:
+            break
+        records += len(entries)
+        last_timestamp = entries[-1].timestamp_us if entries[-1].timestamp_us is not None else last_timestamp
+    stop = decoder.stop or TailStop(decoder.offset, "successor")
+    return TailScan(
+        commit_offset=commit.commit_offset,
+        end=decoder.offset,
+        next_index=decoder.next_index,
+        last_asqn=decoder.last_asqn,
+        last_timestamp_us=last_timestamp,
+        records=records,
+        stop=stop,
+        file_size=file_size,
+    )
+
+
+def segment_end(source: Source, header: SegmentHeaderInfo, successor: Header | None) -> SegmentEnd:
+    """S and I_S of a version 2 segment (spec 6.1), its slots read again (R-4).
+
+    ``successor``: the header of segment N+1 when it is present and not a
+    blank last segment, else None. A sealed segment ends at its commit point;
+    an open one whose successor exists is finished and ends where the tail
+    walk of spec 8.4 stops below the successor's base index; an open last
+    segment ends at its commit point for now.
+    """
+    commit = read_commit(source, header)
+    slot_offset = SLOT_OFFSETS[commit.generation % 2]
+    at_commit = SegmentEnd(
+        commit.commit_offset,
+        commit.next_index,
+        commit.last_asqn,
+        commit.last_timestamp_us,
+        final=commit.closed or successor is not None,
+        closed=commit.closed,
+        slot_offset=slot_offset,
+    )
+    if commit.closed or not isinstance(successor, SegmentHeaderInfo):
+        return at_commit
+    scan = tail_walk(source, log=header.log, commit=commit, stop_before_index=successor.base_index)
+    return SegmentEnd(
+        scan.end, scan.next_index, scan.last_asqn, scan.last_timestamp_us, True, False, slot_offset=slot_offset
+    )
+
+
+def legacy_end(source: Source, log: int) -> tuple[LegacyHeaderInfo, SegmentEnd]:
+    """A version 1 segment's header read again, and its end: the last element position (Appendix B.4).
+
+    It is final only when the segment is closed: a successor's existence does
+    not finish it (a restarted jPOS-EE writer appends to it again).
+    """
+    header = read_header(source, log)
+    if not isinstance(header, LegacyHeaderInfo):
+        raise BadHeaderError("segment changed version while being read", log=log, offset=4)
+    end = SegmentEnd(header.tail, 0, NO_ASQN, 0, final=header.closed, closed=header.closed, slot_offset=8)
+    return header, end
+
+
+def slot_disagreement(walked_index: int, slot_index: int, *, path: str, log: int, slot_offset: int) -> BadHeaderError:
+    """R-39: a walk that reached the segment end expects ``walked_index``, the active slot ``slot_index``."""
+    return BadHeaderError(
+        f"the records end before index {walked_index}, the commit slot says {slot_index}",
+        path=path,
+        log=log,
+        offset=slot_offset,
+        index=walked_index,
+    )
+
+
+# -- resynchronisation and split boundaries ------------------------------------
+
+
+def _payload_matches(source: Source, window: bytes, window_at: int, span: tuple[int, int], stored: int) -> bool:
+    """The masked CRC32C of segment bytes ``[start, stop)`` equals ``stored``.
+
+    Bytes beyond ``window`` are read from ``source`` in pieces, so a payload
+    of any size is checked in bounded memory.
+    """
+    start, stop = span
+    view = memoryview(window)
+    inside = min(stop, window_at + len(window))
+    crc = _raw_crc32c(view[start - window_at : inside - window_at]) if inside > start else 0
+    at = max(inside, start)
+    while at < stop:
+        piece = source.read_at(at, min(READ_CHUNK, stop - at))
+        if not piece:
+            return False
+        crc = _raw_crc32c(piece, crc)
+        at += len(piece)
+    return mask(crc) == stored
+
+
+def _candidates(source: Source, first: int, bound: int, low: int, high: int) -> Iterator[tuple[int, int, int]]:
+    """Every position p >= ``first`` that satisfies conditions 1 to 6 of the resynchronisation
+    (spec 10.4), in order, as (p, index, length): a whole data record with valid checksums
+    ending at or before ``bound`` (S'), with ``low`` <= index < ``high`` (E and I_S).
+
+    The search reads windows of ``SEARCH_WINDOW`` bytes, each starting 39 bytes before the
+    previous one ends, and jumps between frame bytes of value 1; a candidate's payload is
+    read whatever its size.
+    """
+    unpack = RECORD_HEADER.unpack_from
+    at = first
+    while at + RECORD_HEADER_SIZE <= bound:
+        window = source.read_at(at, min(SEARCH_WINDOW, bound - at))
+        last = len(window) - RECORD_HEADER_SIZE  # the last position whose header lies whole in the window
+        if last < 0:
+            return
+        view = memoryview(window)
+        frame_at = window.find(_FRAME_DATA_BYTE, 4)
+        while 0 <= frame_at <= last + 4:
+            p = frame_at - 4
+            length, _frame, _flags, _reserved, index, _asqn, _ts, payload_crc, header_crc = unpack(window, p)
+            end = at + p + 4 + length
+            if (
+                low <= index < high
+                and MIN_RECORD_LENGTH <= length <= MAX_RECORD_LENGTH
+                and end <= bound
+                and mask(_raw_crc32c(view[p : p + _CRC_END])) == header_crc
+                and _payload_matches(source, window, at, (at + p + RECORD_HEADER_SIZE, end), payload_crc)
+            ):
+                yield at + p, index, length
+            frame_at = window.find(_FRAME_DATA_BYTE, frame_at + 1)
+        at += last + 1
+
+
+def resync(source: Source, damaged_at: int, bound: int, *, low: int, high: int) -> tuple[int, int] | None:
+    """Spec 10.4: the first p > ``damaged_at`` satisfying conditions 1 to 6, with its index; None if none."""
+    for found, index, _length in _candidates(source, damaged_at + 1, bound, low, high):
+        return found, index
+    return None
+
+
+def _continues(source: Source, at: int, bound: int, index: int) -> bool:
+    """The continuity check of spec 10.5: the record at ``at`` passes steps 1 to 6 of spec 4.3.1
+    within ``bound`` (a data or skippable frame, flags and reserved 0) and carries ``index``."""
+    head = source.read_at(at, RECORD_HEADER_SIZE)
+    if len(head) < RECORD_HEADER_SIZE or at + RECORD_HEADER_SIZE > bound:
+        return False
+    length, frame, flags, reserved, stored_index, _asqn, _ts, payload_crc, header_crc = RECORD_HEADER.unpack(head)
+    return (
+        mask(_raw_crc32c(head[:_CRC_END])) == header_crc
+        and (frame == FRAME_DATA or frame >= FRAME_FIRST_SKIPPABLE)
+        and not flags
+        and not reserved
+        and MIN_RECORD_LENGTH <= length <= MAX_RECORD_LENGTH
+        and at + 4 + length <= bound
+        and _payload_matches(source, head, at, (at + RECORD_HEADER_SIZE, at + 4 + length), payload_crc)
+        and stored_index == index
+    )
+
+
+def find_boundary(source: Source, start: int, bound: int, *, low: int, high: int) -> tuple[int, int] | None:
+    """Spec 10.5: the first record boundary at or after ``start`` and its index; None if there is none.
+
+    Offset 256 is always a boundary. Elsewhere: a position satisfying the
+    resynchronisation conditions whose record either ends at ``bound`` (S') or
+    is followed by a record that passes the continuity check.
+    """
+    if start <= HEADER_SIZE:
+        return HEADER_SIZE, low
+    for found, index, length in _candidates(source, start, bound, low, high):
+        following = found + 4 + length
+        if following == bound or _continues(source, following, bound, index + 1):
+            return found, index
+    return None
+
+
+# -- the walk of one segment's committed records -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Where a split read ``[s, t)`` stops: it returns records before ``stop`` (t) and walks on,
+    returning nothing, to ``walk_to``: the boundary found from t, where the next split starts
+    (b(t)), or S when there is none (spec 10.5). ``walk_to_index``: the index stored at b(t)."""
+
+    stop: int
+    walk_to: int
+    walk_to_index: int | None = None
+
+
+class SegmentWalk:
+    """The committed records of one version 2 segment, from ``start`` to its end S (spec 10, the walk).
+
+    ``next_batch`` returns the next verified entries, or none at S (for now,
+    when S can still move: ``extend`` moves it). Damage raises its typed
+    error after every record before it has been returned (R-9); a tolerant
+    walk appends it to ``damage`` instead and resynchronises (spec 10.4). At S
+    the walk makes the check of R-39. With ``split`` it stops as a split read
+    does (spec 10.5).
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        path: str,
+        header: SegmentHeaderInfo,
+        end: SegmentEnd,
+        start: int = HEADER_SIZE,
+        next_index: int | None = None,
+        last_asqn: int = NO_ASQN,
+        tolerant: bool = False,
+        damage: list[Damage] | None = None,
+        split: Split | None = None,
+    ) -> None:
+        self.source = source
+        self.path = path
+        self.header = header
+        self.log = header.log
+        self.end = end
+        self.tolerant = tolerant
+        self.damage = [] if damage is None else damage
+        self.split = split
+        self.over = False  # nothing more will come from this segment, whatever the writers do
+        self.lost_tail = False  # damage with nothing to resume at: R-39 does not apply (spec 10.4)
+        self._pending: BinlogError | None = None
+        self._restart(start, header.base_index if next_index is None else next_index, last_asqn)
+
+    def _restart(self, offset: int, next_index: int, last_asqn: int) -> None:
+        self._decoder = RecordDecoder(
+            log=self.log, offset=offset, next_index=next_index, last_asqn=last_asqn, limit=self.end.offset
+        )
+        self._fed = offset
+
+    @property
+    def offset(self) -> int:
+        return self._decoder.offset
+
+    @property
+    def next_index(self) -> int:
+        return self._decoder.next_index
+
+    @property
+    def last_asqn(self) -> int:
+        return self._decoder.last_asqn
+
+    @property
+    def at_end(self) -> bool:
+        """The walk stands at S: every committed record up to the current end has been walked."""
+        return self.over or self._decoder.offset >= self.end.offset
+
+    def extend(self, end: SegmentEnd) -> None:
+        """The segment end read again (a commit point moved, a successor appeared)."""
+        if end.offset >= self.end.offset:
+            self.end = end
+            self._decoder.limit = end.offset
+
+    def next_batch(self, most: int = BATCH_ENTRIES) -> list[Entry]:
+        if self._pending is not None:
+            error, self._pending = self._pending, None
+            raise error
+        while not self.over:
+            try:
+                entries, self._fed = next_entries(
+                    self._decoder, self.source, fed=self._fed, end=self.end.offset, most=most
+                )
+            except (CorruptionError, UnsupportedFeatureError) as exc:
+                exc.located(path=self.path)
+                if self._beyond_split(exc):
+                    return []
+                if not self.tolerant:
+                    raise
+                self._step_over(exc)
+                continue
+            if self.split is not None:
+                entries = self._before_stop(entries)
+            if entries:
+                return entries
+            if self._decoder.offset >= self.end.offset:
+                self._at_end()
+                if self.split is not None:
+                    self.over = True
+                return []
+        return []
+
+    def _at_end(self) -> None:
+        """R-39: at S the walk's expected index is the end index; a tolerant walk reports and takes I_S."""
+        decoder, end = self._decoder, self.end
+        if self.lost_tail or decoder.next_index == end.index:
+            return
+        error = slot_disagreement(
+            decoder.next_index, end.index, path=self.path, log=self.log, slot_offset=end.slot_offset
+        )
+        if not self.tolerant:
+            raise error
+        self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=end.index))
+        decoder.next_index = end.index
+
+    def _beyond_split(self, error: BinlogError) -> bool:
+        """Damage at or after b(t) is the next split's to report; a split stops at b(t)."""
+        split = self.split
+        if split is None or error.offset is None or error.offset < split.walk_to:
+            return False
+        self.over = True
+        if error.offset != split.walk_to:
+            self._ambiguous(split)
+            if self._pending is not None:
+                error, self._pending = self._pending, None
+                raise error
+        return True
+
+    def _before_stop(self, entries: list[Entry]) -> list[Entry]:
+        """A split's records: those before t; then the walk must land on b(t) (spec 10.5).
+
+        A walk that steps over b(t) instead (b(t) lies inside a record it
+        walked) has met a boundary that is not one: ``ambiguous_split``.
+        Records in [t, b(t)) are returned by a tolerant split only: they are
+        valid records the next split does not start at, followed by damage
+        this split reports.
+        """
+        split = self.split
+        assert split is not None
+        keep_before = split.walk_to if self.tolerant else split.stop
+        kept: list[Entry] = []
+        for entry in entries:
+            if entry.offset >= split.walk_to:
+                self.over = True
+                if entry.offset != split.walk_to:
+                    self._ambiguous(split)
+                return kept
+            if entry.offset < keep_before:
+                kept.append(entry)
+        if self._decoder.offset > split.walk_to:
+            self.over = True
+            self._ambiguous(split)
+        return kept
+
+    def _ambiguous(self, split: Split) -> None:
+        error = AmbiguousSplitError(
+            f"the split boundary found at {split.walk_to} lies inside a record: a payload holds a valid record",
+            path=self.path,
+            log=self.log,
+            offset=split.walk_to,
+            index=split.walk_to_index,
+        )
+        if not self.tolerant:
+            self._pending = error
+            return
+        self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=None))
+
+    def _step_over(self, error: BinlogError) -> None:
+        """Spec 10.4: report the damage, resume at the next position satisfying conditions 1 to 6."""
+        decoder = self._decoder
+        damaged_at = decoder.offset if error.offset is None else error.offset
+        expected = decoder.next_index
+        bound = min(self.end.offset, self.source.size())  # S'
+        found = resync(self.source, damaged_at, bound, low=expected, high=self.end.index)
+        walk_to = self.split.walk_to if self.split is not None else None
+        if found is not None and (walk_to is None or found[0] < walk_to):
+            resume, resume_index = found
+            self.damage.append(Damage.from_error(error, bytes_skipped=resume - damaged_at, next_index=resume_index))
+            self._restart(resume, resume_index, NO_ASQN)
+            return
+        # Nothing to resume at in this segment (or in this split): the walk of it ends at S'.
+        stop_at = bound if walk_to is None else min(bound, walk_to)
+        self.damage.append(Damage.from_error(error, bytes_skipped=max(stop_at - damaged_at, 0), next_index=None))
+        self.lost_tail = True
+        if walk_to is not None or self.end.final:
+            self.over = True
+        self._restart(self.end.offset, expected, decoder.last_asqn)
+
+
+def split_range(
+    source: Source, *, header: SegmentHeaderInfo, end: SegmentEnd, start: int, stop: int
+) -> tuple[int, int, Split] | None:
+    """Where the split ``[start, stop)`` of a segment starts (offset and index) and how it stops
+    (spec 10.5); None when no record starts in it."""
+    bound = min(end.offset, source.size())
+    first = find_boundary(source, start, bound, low=header.base_index, high=end.index)
+    if first is None or first[0] >= stop or first[0] >= end.offset:
+        return None
+    following = find_boundary(source, stop, bound, low=header.base_index, high=end.index) if stop < bound else None
+    split = Split(stop, end.offset) if following is None else Split(stop, following[0], walk_to_index=following[1])
+    return first[0], first[1], split
+
+
+# -- version 1 segments ---------------------------------------------------------
+
+
+class LegacyWalk:
+    """The records of one version 1 segment, numbered from ``next_index`` (Appendix B.4, B.5).
+
+    Checked by ``iter_legacy_records`` in windows; a record larger than a
+    window widens it. A tolerant walk reports damage with the bytes up to S'
+    as skipped and ends: version 1 records carry nothing to resynchronise on.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        path: str,
+        log: int,
+        end: SegmentEnd,
+        start: int = LEGACY_FIRST_RECORD_OFFSET,
+        next_index: int = 1,
+        tolerant: bool = False,
+        damage: list[Damage] | None = None,
+        window: int = READ_CHUNK,
+    ) -> None:
+        self.source = source
+        self.path = path
+        self.log = log
+        self.end = end
+        self.tolerant = tolerant
+        self.damage = [] if damage is None else damage
+        self.window = window
+        self.offset = start
+        self.next_index = next_index
+        self.last_asqn = NO_ASQN
+        self.over = False
+        self._pending: BinlogError | None = None
+
+    @property
+    def at_end(self) -> bool:
+        return self.over or self.offset >= self.end.offset
+
+    def extend(self, end: SegmentEnd) -> None:
+        if end.offset >= self.end.offset:
+            self.end = end
+
+    def next_batch(self, most: int = BATCH_ENTRIES) -> list[Entry]:
+        del most  # a window's records come together
+        if self._pending is not None:
+            error, self._pending = self._pending, None
+            raise error
+        entries: list[Entry] = []
+        if self.over:
+            return entries
+        tail, at = self.end.offset, self.offset
+        while at < tail and not entries:
+            available = min(tail, self.source.size())
+            data = self.source.read_at(at, max(min(available, at + self.window) - at, 0))
+            cut_by_window = at + len(data) < available
+            try:
+                for entry in iter_legacy_records(data, log=self.log, offset=at, tail=tail, next_index=self.next_index):
+                    entries.append(entry)
+            except TruncatedError as exc:
+                if not cut_by_window:
+                    self._damaged(exc, entries)
+                elif not entries:  # one record longer than the window: widen it to that record
+                    head = self.source.read_at(at, LEGACY_LENGTH_SIZE)
+                    self.window = max(self.window, LEGACY_LENGTH_SIZE + int.from_bytes(head, "big", signed=True))
+            except BinlogError as exc:
+                self._damaged(exc, entries)
+            if entries:
+                self.offset, self.next_index = entries[-1].offset + entries[-1].size, entries[-1].index + 1
+            at = self.offset
+            if self.over or self._pending is not None:
+                break
+        if not entries and self._pending is not None:
+            error, self._pending = self._pending, None
+            raise error
+        return entries
+
+    def _damaged(self, error: BinlogError, before: list[Entry]) -> None:
+        error.located(path=self.path)
+        if not self.tolerant:
+            self._pending = error  # after the records before it (R-9)
+            return
+        at = before[-1].offset + before[-1].size if before else self.offset
+        skipped = max(min(self.end.offset, self.source.size()) - at, 0)
+        self.damage.append(Damage.from_error(error, bytes_skipped=skipped, next_index=None))
+        self.over = True
+
+
+# -- the chain -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """What follows segment N at its end (spec 8.6, Appendix B.4).
+
+    ``next_log``: the segment the walk continues with (None: the log ends
+    here for now, a follower waits). ``error``: the ``chain_broken`` to
+    report first; a strict walk stops at it, a tolerant one reports it and
+    continues with ``next_log`` when there is one. ``next_index``: the index
+    the walk expects at the start of ``next_log``.
+    """
+
+    next_log: int | None
+    error: ChainBrokenError | None
+    next_index: int
+
+
+def next_segment(
+    *,
+    path: str,
+    log: int,
+    header: Header,
+    end: SegmentEnd,
+    expected: int,
+    present: Sequence[int],
+    successor: Header | None,
+    successor_path: str | None = None,
+) -> Boundary:
+    """The chain rule at the end S of segment ``log``, whose walk expects ``expected`` there.
+
+    ``present``: the log numbers listed; ``successor``: the header of N+1
+    when it is present and not a blank last segment.
+    """
+    higher = [number for number in present if number > log]
+    nxt = log + 1
+    if successor is None:
+        if higher and higher[0] != nxt:
+            # N+1 missing, a later segment present (R-17).
+            error = ChainBrokenError(
+                f"segment {nxt} is missing but {higher[0]} exists", path=path, log=nxt, index=expected
+            )
+            return Boundary(higher[0], error, expected)
+        if isinstance(header, LegacyHeaderInfo) and end.closed:
+            # jPOS-EE creates the successor before it seals a segment (Appendix B.4).
+            error = ChainBrokenError(
+                f"version 1 segment {log} is closed but its successor {nxt} is missing",
+                path=path,
+                log=nxt,
+                index=expected,
+            )
+            return Boundary(None, error, expected)
+        return Boundary(None, None, expected)
+    where = successor_path or path
+    if isinstance(header, LegacyHeaderInfo) and not end.closed:
+        # An open version 1 segment: only an empty open successor, left by a cutover that died, may follow.
+        leftover = (
+            isinstance(successor, LegacyHeaderInfo)
+            and not successor.closed
+            and successor.tail == LEGACY_FIRST_RECORD_OFFSET
+            and higher == [nxt]
+        )
+        if leftover:
+            return Boundary(None, None, expected)
+        error = ChainBrokenError(
+            f"version 1 segment {log} is open but segment {nxt} follows it",
+            path=where,
+            log=nxt,
+            offset=0,
+            index=expected,
+        )
+        return Boundary(nxt, error, _first_index(successor, expected))
+    if not end.final:
+        return Boundary(None, None, expected)
+    if isinstance(header, SegmentHeaderInfo) and isinstance(successor, SegmentHeaderInfo):
+        problem = None
+        if successor.log_id != header.log_id:
+            problem = "belongs to another log (log id differs)"
+        elif successor.base_index != expected:
+            problem = f"starts at index {successor.base_index}, the previous segment ends before {expected}"
+        if problem is not None:
+            error = ChainBrokenError(f"segment {nxt} {problem}", path=where, log=nxt, offset=0, index=expected)
+            return Boundary(nxt, error, successor.base_index)
+    return Boundary(nxt, None, _first_index(successor, expected))
+
+
+def _first_index(header: Header, expected: int) -> int:
+    """The index a walk expects at a segment's first record: its base index, or (version 1) the count so far."""
+    return header.base_index if isinstance(header, SegmentHeaderInfo) else expected
+
+
+# -- segments of a directory -------------------------------------------------------
+
+
+def present_segment(directory: Directory, log: int, present: Sequence[int] | None = None) -> SegmentSource | None:
+    """Segment ``log`` opened; None when absent or a blank last segment (R-7)."""
+    segment = directory.open(log)
+    if segment is None:
+        return None
+    try:
+        if is_blank(segment):
+            listed = directory.segments() if present is None else present
+            if not listed or listed[-1] <= log:
+                segment.close()
+                return None
+    except BaseException:
+        segment.close()
+        raise
+    return segment
+
+
+def open_segment(
+    directory: Directory, log: int, present: Sequence[int] | None = None
+) -> tuple[SegmentSource, Header] | None:
+    """Segment ``log`` and its checked header; None when absent or a blank last segment (R-7)."""
+    segment = present_segment(directory, log, present)
+    if segment is None:
+        return None
+    try:
+        return segment, read_header(segment, log)
+    except BinlogError as exc:
+        segment.close()
+        raise exc.located(path=segment.path) from None
+    except BaseException:
+        segment.close()
+        raise
+
+
+def successor_header(directory: Directory, log: int, present: Sequence[int]) -> tuple[Header | None, str | None]:
+    """The header of N+1 (and its path) when it is present and not a blank last segment.
+
+    Its header errors raise: spec 8.4 step 1.
+    """
+    if log + 1 not in present:
+        return None, None
+    opened = open_segment(directory, log + 1, present)
+    if opened is None:
+        return None, None
+    segment, header = opened
+    segment.close()
+    return header, segment.path
+
+
+def end_in(directory: Directory, segment: Source, header: SegmentHeaderInfo, present: Sequence[int]) -> SegmentEnd:
+    """The end of a version 2 segment of ``directory`` now; the successor is read only for an open one."""
+    end = segment_end(segment, header, None)
+    if end.closed:
+        return end
+    successor, _ = successor_header(directory, header.log, present)
+    return end if successor is None else segment_end(segment, header, successor)
+
+
+# -- the walk of a log -------------------------------------------------------------
+
+
+class LogWalk:
+    """The committed records of a log directory, segment after segment (spec 10.2, 10.3).
+
+    ``next_batch`` returns the next entries, or none when nothing more is
+    committed now; ``ended`` says that nothing more will come (the walk does
+    not follow cutovers and reached its segment's end, or a strict walk
+    stopped). Damage raises, or with ``tolerant`` is appended to ``damage``.
+    """
+
+    def __init__(self, directory: Directory, *, follow: bool = True, tolerant: bool = False) -> None:
+        self.directory = directory
+        self.follow = follow
+        self.tolerant = tolerant
+        self.damage: list[Damage] = []
+        self.ended = False
+        self._segment: SegmentSource | None = None
+        self._walk: SegmentWalk | LegacyWalk | None = None
+        self._header: Header | None = None
+
+    # -- positioning --
+
+    def _enter(self, segment: SegmentSource, header: Header, *, next_index: int, last_asqn: int) -> None:
+        self.close()
+        self._segment, self._header = segment, header
+        if isinstance(header, LegacyHeaderInfo):
+            _, end = legacy_end(segment, header.log)
+            self._walk = LegacyWalk(
+                segment,
+                path=segment.path,
+                log=header.log,
+                end=end,
+                next_index=next_index,
+                tolerant=self.tolerant,
+                damage=self.damage,
+            )
+            return
+        self._walk = SegmentWalk(
+            segment,
+            path=segment.path,
+            header=header,
+            end=end_in(self.directory, segment, header, self.directory.segments()),
+            next_index=header.base_index if next_index is None else next_index,
+            last_asqn=last_asqn,
+            tolerant=self.tolerant,
+            damage=self.damage,
+        )
+
+    def _start(self) -> bool:
+        """Spec 10.2 steps 1 to 3: the lowest segment present; False for an empty log."""
+        while True:
+            present = self.directory.segments()
+            if not present:
+                return False
+            opened = open_segment(self.directory, present[0], present)
+            if opened is None:
+                if present[0] in self.directory.segments():
+                    return False  # a blank last segment: the log is empty
+                continue  # removed since the listing (retention): start at the new lowest
+            segment, header = opened
+            first = header.base_index if isinstance(header, SegmentHeaderInfo) else 1
+            self._enter(segment, header, next_index=first, last_asqn=NO_ASQN)
+            return True
+
+    def start_segment(self, log: int) -> None:
+        """Stand at the first record of segment ``log`` (a walk that reads that segment alone)."""
+        opened = open_segment(self.directory, log)
+        if opened is None:
+            self.ended = True  # removed since the listing: nothing to read there
+        else:
+            segment, header = opened
+            first = header.base_index if isinstance(header, SegmentHeaderInfo) else 1
+            self._enter(segment, header, next_index=first, last_asqn=NO_ASQN)
+
+    def start_at(self, ref: Ref, *, inclusive: bool) -> list[Entry]:
+        """Spec 10.6: validate ``ref``, stand at (or after) the record it names; its entries so far."""
+        opened = open_segment(self.directory, ref.log)
+        if opened is None:
+            raise InvalidRefError(f"ref {ref}: segment {ref.log} does not exist", path=self.directory.path, log=ref.log)
+        segment, header = opened
+        try:
+            walk: SegmentWalk | LegacyWalk
+            if isinstance(header, LegacyHeaderInfo):
+                _, end = legacy_end(segment, header.log)
+                low = LEGACY_FIRST_RECORD_OFFSET
+                walk = LegacyWalk(
+                    segment, path=segment.path, log=ref.log, end=end, start=ref.offset, next_index=ref.index
+                )
+            else:
+                end = end_in(self.directory, segment, header, self.directory.segments())
+                low = HEADER_SIZE
+                walk = SegmentWalk(
+                    segment, path=segment.path, header=header, end=end, start=ref.offset, next_index=ref.index
+                )
+            if not low <= ref.offset < end.offset:
+                raise InvalidRefError(
+                    f"ref {ref}: offset outside the committed records",
+                    path=segment.path,
+                    log=ref.log,
+                    offset=ref.offset,
+                )
+            try:
+                entries = walk.next_batch()
+            except BinlogError as exc:
+                raise InvalidRefError(
+                    f"ref {ref} does not name a valid record: {exc.message}",
+                    path=segment.path,
+                    log=ref.log,
+                    offset=ref.offset,
+                    index=ref.index,
+                ) from exc
+            if not entries or entries[0].offset != ref.offset:
+                raise InvalidRefError(
+                    f"ref {ref} names no data record", path=segment.path, log=ref.log, offset=ref.offset
+                )
+        except BaseException:
+            segment.close()
+            raise
+        self.close()
+        walk.tolerant, walk.damage = self.tolerant, self.damage
+        self._segment, self._header, self._walk = segment, header, walk
+        return entries if inclusive else entries[1:]
+
+    # -- walking --
+
+    @property
+    def position(self) -> Ref | None:
+        """The ref the next record will have, when known."""
+        if self._walk is None or self._segment is None:
+            return None
+        return Ref(self._segment.log, self._walk.offset, self._walk.next_index)
+
+    def next_batch(self) -> list[Entry]:
+        while not self.ended:
+            if self._walk is None and not self._start():
+                return []
+            walk = self._walk
+            assert walk is not None
+            entries = walk.next_batch()
+            if entries:
+                return entries
+            if not self._advance(walk):
+                return []
+        return []
+
+    def _advance(self, walk: SegmentWalk | LegacyWalk) -> bool:
+        """At the walk's current end: extend it, move to the next segment, or stop for now."""
+        segment, header = self._segment, self._header
+        assert segment is not None
+        assert header is not None
+        present = self.directory.segments()
+        if not walk.end.final:
+            if isinstance(header, LegacyHeaderInfo):
+                _, end = legacy_end(segment, header.log)
+            else:
+                end = end_in(self.directory, segment, header, present)
+            if end.offset > walk.end.offset or end.final != walk.end.final:
+                walk.extend(end)
+                return True
+        if walk.end.final and not self.follow:
+            self.ended = True
+            return False
+        successor, successor_path = successor_header(self.directory, header.log, present)
+        boundary = next_segment(
+            path=self.directory.path,
+            log=header.log,
+            header=header,
+            end=walk.end,
+            expected=walk.next_index,
+            present=present,
+            successor=successor,
+            successor_path=successor_path,
+        )
+        if boundary.error is not None:
+            if not self.tolerant:
+                raise boundary.error
+            self.damage.append(
+                Damage.from_error(
+                    boundary.error,
+                    bytes_skipped=0,
+                    next_index=self._index_at(boundary.next_log) if boundary.next_log is not None else None,
+                )
+            )
+        if boundary.next_log is None:
+            if boundary.error is not None:
+                self.ended = True
+            return False
+        if not walk.end.final and boundary.error is None:
+            return False
+        opened = open_segment(self.directory, boundary.next_log)
+        if opened is None:
+            return False  # removed or blank since the listing: look again later
+        next_segment_source, next_header = opened
+        self._enter(
+            next_segment_source,
+            next_header,
+            next_index=_first_index(next_header, boundary.next_index),
+            last_asqn=walk.last_asqn if isinstance(walk, SegmentWalk) else NO_ASQN,
+        )
+        return True
+
+    def _index_at(self, log: int) -> int | None:
+        """The base index of segment ``log``, where a tolerant walk resumes after a broken chain."""
+        opened = open_segment(self.directory, log)
+        if opened is None:
+            return None
+        segment, header = opened
+        segment.close()
+        return header.base_index if isinstance(header, SegmentHeaderInfo) else None
+
+    def close(self) -> None:
+        if self._segment is not None:
+            self._segment.close()
+        self._segment, self._walk, self._header = None, None, None
