@@ -14,7 +14,7 @@ Where each rule of the walk lives:
 - blank segment (spec 3.5): ``is_blank``
 - segment end S and end index I_S (spec 6.1, 8.4): ``segment_end``, ``legacy_end``
 - tail walk (spec 4.3.2): ``tail_walk``
-- R-39 at the commit point: ``SegmentWalk`` (``_at_end``), error built by ``slot_disagreement``
+- R-39 at the commit point: ``SegmentWalk`` (``_at_commit``), error built by ``slot_disagreement``
 - resynchronisation (spec 10.4): ``resync``
 - split start and stop (spec 10.5): ``find_boundary``, ``SegmentWalk`` (``Split``)
 - chain (spec 8.6, Appendix B.4): ``next_segment``
@@ -23,9 +23,9 @@ Where each rule of the walk lives:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from crc32c import crc32c as _raw_crc32c
 
@@ -76,6 +76,48 @@ class Source(Protocol):
     def size(self) -> int: ...
 
 
+class Run(Protocol):
+    """Consecutive verified records, as a ``RunVerifier`` lays them out."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def end(self) -> int:
+        """The segment offset after the last record."""
+        ...
+
+    @property
+    def next_index(self) -> int: ...
+
+    def last_asqn(self, before: int) -> int:
+        """The previous asqn after the run, given the one before it."""
+        ...
+
+    def count_before(self, offset: int) -> int:
+        """How many of the records start before ``offset``."""
+        ...
+
+    def head(self, count: int) -> Run: ...
+
+
+R = TypeVar("R", bound=Run)
+R_co = TypeVar("R_co", bound=Run, covariant=True)
+
+
+class RunVerifier(Protocol[R_co]):
+    """A faster twin of ``RecordDecoder``'s batch loop, for a caller that wants its own layout of records.
+
+    ``verify`` returns the records that lie whole in ``buf`` (the segment's
+    bytes from ``base``) from its first byte on and pass every check of spec
+    4.3.1 with ``next_index`` and ``last_asqn``, stopping before the first
+    record that does not or that starts at ``stop`` or later; None when the
+    first does not. It must accept exactly the records the reference loop
+    accepts: a property test proves each verifier equal to it.
+    """
+
+    def verify(self, buf: bytes, *, base: int, log: int, next_index: int, last_asqn: int, stop: int) -> R_co | None: ...
+
+
 class SegmentSource(Source, Protocol):
     """A segment of a log directory, opened for reading."""
 
@@ -99,17 +141,44 @@ class Directory(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class BytesSource:
     """A segment held in memory."""
 
-    data: bytes
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
     def read_at(self, offset: int, size: int) -> bytes:
         return self.data[offset : offset + max(size, 0)]
 
     def size(self) -> int:
         return len(self.data)
+
+
+class MemorySegment(BytesSource):
+    """A segment of a ``MemoryDirectory``."""
+
+    def __init__(self, data: bytes, *, path: str, log: int) -> None:
+        super().__init__(data)
+        self.path = path
+        self.log = log
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class MemoryDirectory:
+    """A log directory held in memory: segment numbers and their bytes."""
+
+    def __init__(self, segments: dict[int, bytes], path: str = "<memory>") -> None:
+        self.files = dict(segments)
+        self.path = path
+
+    def segments(self) -> list[int]:
+        return sorted(self.files)
+
+    def open(self, log: int) -> MemorySegment | None:
+        data = self.files.get(log)
+        return None if data is None else MemorySegment(data, path=self.path, log=log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,13 +225,15 @@ def all_zero(source: Source, start: int = 0) -> bool:
 
 
 def is_blank(source: Source) -> bool:
-    """Spec 3.5: every byte of the file is zero (a file of no bytes included).
+    """Spec 3.5: the file holds at most 256 bytes, all zero (a file of no bytes included).
 
-    A short file with a non-zero byte is not blank (its header check says
-    ``truncated``), nor is a zeroed header in front of records (its version 0
-    says ``unsupported_version``): records are reported, never dropped.
+    Only a header that never became durable leaves such a file. A short file
+    with a non-zero byte is not blank (its header check says ``truncated``),
+    nor is a zeroed region longer than a header, which held records or a
+    preallocated segment's space (its version 0 says ``unsupported_version``):
+    records are reported, never dropped.
     """
-    return all_zero(source, 0)
+    return source.size() <= HEADER_SIZE and all_zero(source, 0)
 
 
 def read_header(source: Source, log: int) -> Header:
@@ -177,10 +248,13 @@ def read_commit(source: Source, header: SegmentHeaderInfo) -> CommitState:
 
 @dataclass(frozen=True, slots=True)
 class SegmentEnd:
-    """Where a segment's committed records end now: S, and the index a walk expects there, I_S (spec 6.1)."""
+    """Where a segment's committed records end now: S, and the index a walk expects there, I_S (spec 6.1);
+    with the commit point C and the active slot's next index, which R-39 compares at C."""
 
     offset: int
     index: int
+    commit_offset: int
+    commit_index: int
     last_asqn: int
     last_timestamp_us: int
     final: bool  # sealed or finished: the end does not move any more
@@ -286,6 +360,8 @@ def segment_end(source: Source, header: SegmentHeaderInfo, successor: Header | N
     at_commit = SegmentEnd(
         commit.commit_offset,
         commit.next_index,
+        commit.commit_offset,
+        commit.next_index,
         commit.last_asqn,
         commit.last_timestamp_us,
         final=commit.closed or successor is not None,
@@ -296,7 +372,15 @@ def segment_end(source: Source, header: SegmentHeaderInfo, successor: Header | N
         return at_commit
     scan = tail_walk(source, log=header.log, commit=commit, stop_before_index=successor.base_index)
     return SegmentEnd(
-        scan.end, scan.next_index, scan.last_asqn, scan.last_timestamp_us, True, False, slot_offset=slot_offset
+        scan.end,
+        scan.next_index,
+        commit.commit_offset,
+        commit.next_index,
+        scan.last_asqn,
+        scan.last_timestamp_us,
+        final=True,
+        closed=False,
+        slot_offset=slot_offset,
     )
 
 
@@ -309,7 +393,9 @@ def legacy_end(source: Source, log: int) -> tuple[LegacyHeaderInfo, SegmentEnd]:
     header = read_header(source, log)
     if not isinstance(header, LegacyHeaderInfo):
         raise BadHeaderError("segment changed version while being read", log=log, offset=4)
-    end = SegmentEnd(header.tail, 0, NO_ASQN, 0, final=header.closed, closed=header.closed, slot_offset=8)
+    end = SegmentEnd(
+        header.tail, 0, header.tail, 0, NO_ASQN, 0, final=header.closed, closed=header.closed, slot_offset=8
+    )
     return header, end
 
 
@@ -461,23 +547,30 @@ class SegmentWalk:
         tolerant: bool = False,
         damage: list[Damage] | None = None,
         split: Split | None = None,
+        refresh: Callable[[], SegmentEnd] | None = None,
     ) -> None:
         self.source = source
         self.path = path
         self.header = header
         self.log = header.log
         self.end = end
+        self.refresh = refresh
         self.tolerant = tolerant
         self.damage = [] if damage is None else damage
         self.split = split
         self.over = False  # nothing more will come from this segment, whatever the writers do
         self.lost_tail = False  # damage with nothing to resume at: R-39 does not apply (spec 10.4)
         self._pending: BinlogError | None = None
+        self._checked_at = -1  # the commit point at which R-39 was last checked
         self._restart(start, header.base_index if next_index is None else next_index, last_asqn)
+
+    def _limit(self, offset: int) -> int:
+        """How far the record checks reach from ``offset``: C below the commit point, S from it on (spec 4.3.1)."""
+        return self.end.commit_offset if offset < self.end.commit_offset else self.end.offset
 
     def _restart(self, offset: int, next_index: int, last_asqn: int) -> None:
         self._decoder = RecordDecoder(
-            log=self.log, offset=offset, next_index=next_index, last_asqn=last_asqn, limit=self.end.offset
+            log=self.log, offset=offset, next_index=next_index, last_asqn=last_asqn, limit=self._limit(offset)
         )
         self._fed = offset
 
@@ -499,10 +592,14 @@ class SegmentWalk:
         return self.over or self._decoder.offset >= self.end.offset
 
     def extend(self, end: SegmentEnd) -> None:
-        """The segment end read again (a commit point moved, a successor appeared)."""
-        if end.offset >= self.end.offset:
+        """The segment end read again (a commit point moved, a successor appeared).
+
+        An end read after a power loss may lie below the one the walk has:
+        the walk keeps its position and waits for the commit point to pass it (R-24).
+        """
+        if end.offset >= self.end.offset and end.commit_offset >= self.end.commit_offset:
             self.end = end
-            self._decoder.limit = end.offset
+            self._decoder.limit = self._limit(self._decoder.offset)
 
     def next_batch(self, most: int = BATCH_ENTRIES) -> list[Entry]:
         if self._pending is not None:
@@ -511,7 +608,7 @@ class SegmentWalk:
         while not self.over:
             try:
                 entries, self._fed = next_entries(
-                    self._decoder, self.source, fed=self._fed, end=self.end.offset, most=most
+                    self._decoder, self.source, fed=self._fed, end=self._limit(self._decoder.offset), most=most
                 )
             except (CorruptionError, UnsupportedFeatureError) as exc:
                 exc.located(path=self.path)
@@ -525,25 +622,76 @@ class SegmentWalk:
                 entries = self._before_stop(entries)
             if entries:
                 return entries
-            if self._decoder.offset >= self.end.offset:
-                self._at_end()
+            if self._decoder.offset < self._limit(self._decoder.offset):
+                continue  # a split stopped short of its end: over, or an error pending
+            if not self._at_limit():
                 if self.split is not None:
                     self.over = True
                 return []
         return []
 
-    def _at_end(self) -> None:
-        """R-39: at S the walk's expected index is the end index; a tolerant walk reports and takes I_S."""
+    def _at_limit(self) -> bool:
+        """The walk stands at its current limit: read the end again (END), make the check of R-39 at the
+        commit point, and say whether the walk goes on (to S, or to a commit point that moved)."""
+        decoder = self._decoder
+        if self.refresh is not None:
+            self.extend(self.refresh())
+        end = self.end
+        if decoder.offset == end.commit_offset and self._checked_at != end.commit_offset:
+            self._checked_at = end.commit_offset
+            self._at_commit()
+        limit = self._limit(decoder.offset)
+        if decoder.offset < limit:
+            decoder.limit = limit
+            return True
+        return False
+
+    def next_run(self, runs: RunVerifier[R], *, chunk: int) -> R | list[Entry]:
+        """``next_batch``, with the records ``runs`` proves laid out its way (empty only at the end).
+
+        Each step reads up to ``chunk`` bytes at the walk's position and lets
+        ``runs`` verify what it can; a record it does not prove goes to the
+        reference step, which verifies or classifies it. Split stops and R-39
+        are the walk's, as in ``next_batch``.
+        """
+        while self._pending is None and not self.over:
+            decoder, split = self._decoder, self.split
+            at, bound = decoder.offset, self._limit(decoder.offset)
+            limit = bound if split is None else min(split.walk_to, bound)
+            if at >= limit:
+                break
+            buf = self.source.read_at(at, min(chunk, bound - at))
+            run = runs.verify(
+                buf, base=at, log=self.log, next_index=decoder.next_index, last_asqn=decoder.last_asqn, stop=limit
+            )
+            if run is None:
+                break
+            self._restart(run.end, run.next_index, run.last_asqn(decoder.last_asqn))
+            kept = len(run)
+            if split is not None:
+                kept = run.count_before(split.walk_to if self.tolerant else split.stop)
+                if run.end > split.walk_to:
+                    self.over = True
+                    self._ambiguous(split)
+                elif run.end == split.walk_to < bound:
+                    self.over = True  # landed on b(t); at C or S, next_batch makes the check of R-39 first
+            if kept:
+                return run.head(kept)  # type: ignore[return-value]  # a verifier's head is its own kind of run
+        return self.next_batch()
+
+    def _at_commit(self) -> None:
+        """R-39: at C the walk's expected index is the active slot's next index; a tolerant walk reports
+        a disagreement and takes the slot's."""
         decoder, end = self._decoder, self.end
-        if self.lost_tail or decoder.next_index == end.index:
+        if self.lost_tail or decoder.next_index == end.commit_index:
             return
         error = slot_disagreement(
-            decoder.next_index, end.index, path=self.path, log=self.log, slot_offset=end.slot_offset
+            decoder.next_index, end.commit_index, path=self.path, log=self.log, slot_offset=end.slot_offset
         )
         if not self.tolerant:
             raise error
-        self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=end.index))
-        decoder.next_index = end.index
+        self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=end.commit_index))
+        decoder.next_index = end.commit_index
 
     def _beyond_split(self, error: BinlogError) -> bool:
         """Damage at or after b(t) is the next split's to report; a split stops at b(t)."""
@@ -599,6 +747,8 @@ class SegmentWalk:
 
     def _step_over(self, error: BinlogError) -> None:
         """Spec 10.4: report the damage, resume at the next position satisfying conditions 1 to 6."""
+        if self.refresh is not None:
+            self.extend(self.refresh())  # the search runs up to S, which lies beyond C in a finished segment
         decoder = self._decoder
         damaged_at = decoder.offset if error.offset is None else error.offset
         expected = decoder.next_index
@@ -610,11 +760,16 @@ class SegmentWalk:
             self.damage.append(Damage.from_error(error, bytes_skipped=resume - damaged_at, next_index=resume_index))
             self._restart(resume, resume_index, NO_ASQN)
             return
-        # Nothing to resume at in this segment (or in this split): the walk of it ends at S'.
-        stop_at = bound if walk_to is None else min(bound, walk_to)
-        self.damage.append(Damage.from_error(error, bytes_skipped=max(stop_at - damaged_at, 0), next_index=None))
+        if self.split is not None and self.split.walk_to < bound:
+            # The next split starts at b(t), where reading resumes: this split ends there.
+            skipped = max(self.split.walk_to - damaged_at, 0)
+            self.damage.append(Damage.from_error(error, bytes_skipped=skipped, next_index=self.split.walk_to_index))
+            self.over = True
+            return
+        # Nothing to resume at in this segment: the walk of it ends at S'.
+        self.damage.append(Damage.from_error(error, bytes_skipped=max(bound - damaged_at, 0), next_index=None))
         self.lost_tail = True
-        if walk_to is not None or self.end.final:
+        if self.split is not None or self.end.final:
             self.over = True
         self._restart(self.end.offset, expected, decoder.last_asqn)
 
@@ -868,12 +1023,13 @@ def successor_header(directory: Directory, log: int, present: Sequence[int]) -> 
 
 
 def end_in(directory: Directory, segment: Source, header: SegmentHeaderInfo, present: Sequence[int]) -> SegmentEnd:
-    """The end of a version 2 segment of ``directory`` now; the successor is read only for an open one."""
-    end = segment_end(segment, header, None)
-    if end.closed:
-        return end
+    """END: the end of a version 2 segment of ``directory`` now (spec 6.1, 8.4).
+
+    The successor's header is read first whenever the successor is present,
+    sealed segment or not: its errors come before anything the end decides.
+    """
     successor, _ = successor_header(directory, header.log, present)
-    return end if successor is None else segment_end(segment, header, successor)
+    return segment_end(segment, header, successor)
 
 
 # -- the walk of a log -------------------------------------------------------------
@@ -915,15 +1071,17 @@ class LogWalk:
                 damage=self.damage,
             )
             return
+        directory = self.directory
         self._walk = SegmentWalk(
             segment,
             path=segment.path,
             header=header,
-            end=end_in(self.directory, segment, header, self.directory.segments()),
-            next_index=header.base_index if next_index is None else next_index,
+            end=segment_end(segment, header, None),  # up to C; END runs again there (``refresh``)
+            next_index=next_index,
             last_asqn=last_asqn,
             tolerant=self.tolerant,
             damage=self.damage,
+            refresh=lambda: end_in(directory, segment, header, directory.segments()),
         )
 
     def _start(self) -> bool:
@@ -969,8 +1127,15 @@ class LogWalk:
             else:
                 end = end_in(self.directory, segment, header, self.directory.segments())
                 low = HEADER_SIZE
+                directory, v2 = self.directory, header
                 walk = SegmentWalk(
-                    segment, path=segment.path, header=header, end=end, start=ref.offset, next_index=ref.index
+                    segment,
+                    path=segment.path,
+                    header=header,
+                    end=end,
+                    start=ref.offset,
+                    next_index=ref.index,
+                    refresh=lambda: end_in(directory, segment, v2, directory.segments()),
                 )
             if not low <= ref.offset < end.offset:
                 raise InvalidRefError(
@@ -1029,11 +1194,8 @@ class LogWalk:
         assert segment is not None
         assert header is not None
         present = self.directory.segments()
-        if not walk.end.final:
-            if isinstance(header, LegacyHeaderInfo):
-                _, end = legacy_end(segment, header.log)
-            else:
-                end = end_in(self.directory, segment, header, present)
+        if isinstance(walk, LegacyWalk) and not walk.end.final:
+            _, end = legacy_end(segment, header.log)
             if end.offset > walk.end.offset or end.final != walk.end.final:
                 walk.extend(end)
                 return True

@@ -77,9 +77,7 @@ def test_a_forged_record_with_a_far_future_index_in_damaged_bytes_is_not_a_resyn
     assert indexes == [1, 3, 4, 5]
     assert damage == [("checksum_mismatch", 2, 3)]
     report = verify(log_dir)
-    assert [(d.error_class, d.offset, d.next_index) for d in report.damage] == [
-        ("checksum_mismatch", offsets[1], 3)
-    ]
+    assert [(d.error_class, d.offset, d.next_index) for d in report.damage] == [("checksum_mismatch", offsets[1], 3)]
 
 
 # -- splits -----------------------------------------------------------------------

@@ -16,12 +16,12 @@ from functools import partial
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from openbinlog import Damage, Entry, errors
-from openbinlog._format import LEGACY_FIRST_RECORD_OFFSET, LEGACY_LENGTH_SIZE
-from openbinlog._legacy import iter_legacy_records
-from openbinlog.errors import BinlogError, LengthOutOfRangeError, TruncatedError
+from openbinlog import Damage, errors
+from openbinlog.errors import BinlogError
+from openbinlog.walk import LogWalk
 
 from .columns import BatchBuilder
+from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
 from .plan import IssueItem, Item, LegacyItem, RangeItem
 from .storage import CorruptFileError, MissingFileError, SegmentSource, Storage
@@ -107,76 +107,77 @@ class ItemReader:
                     yield builder.entries(part)
 
     def _legacy(self, item: LegacyItem) -> Iterator[pa.RecordBatch]:
-        next_index = item.first_index
-        for segment, header in item.files:
-            builder = BatchBuilder(self.schema, file=segment.url, partition_values=item.partition_values)
-            with self.storage.open(
-                segment.url, segment.compression, max_decompressed=self.options.max_decompressed
-            ) as source:
-                walker = LegacyWalker(
-                    source,
-                    path=segment.url,
-                    log=header.log,
-                    tail=header.tail,
-                    next_index=next_index,
-                    options=self.options,
-                )
-                for part in walker:
-                    if isinstance(part, DamagedRegion):
-                        yield from self._damage(builder, part.damage, part.raw)
-                    elif not self.options.report:
-                        yield builder.entries(part)
-                next_index = walker.next_index
+        """A log holding version 1 segments, read whole by the reference walk."""
+        options = self.options
+        first = item.files[0][0]
+        directory = PlannedDirectory(self.storage, [file for file, _ in item.files], options)
+        walk = LogWalk(directory, tolerant=options.tolerant)
+        reported = 0
+        try:
+            while True:
+                entries = walk.next_batch()
+                for damage in walk.damage[reported:]:
+                    builder = BatchBuilder(
+                        self.schema, file=damage.path or first.url, partition_values=item.partition_values
+                    )
+                    yield from self._damage(builder, damage, self._raw(damage))
+                reported = len(walk.damage)
+                if not entries:
+                    break
+                if not options.report:
+                    file = directory.url(entries[0].log)
+                    builder = BatchBuilder(self.schema, file=file, partition_values=item.partition_values)
+                    yield builder.entries(entries)
+        finally:
+            walk.close()
+
+    def _raw(self, damage: Damage) -> bytes:
+        """Up to ``maxCorruptRecordBytes`` of the bytes a damage report stepped over."""
+        if not damage.path or damage.offset is None or not damage.bytes_skipped or self.options.report:
+            return b""
+        with self.storage.open(damage.path, None, max_decompressed=self.options.max_decompressed) as source:
+            return source.read_at(damage.offset, min(damage.bytes_skipped, self.options.max_corrupt_record_bytes))
 
 
-class LegacyWalker:
-    """Version 1 records of one segment in windows (spec B.4), numbered from ``next_index``.
+class _Segment:
+    """A planned segment file opened for the walk."""
 
-    Version 1 has nothing to resynchronise on: after damage the rest of the
-    segment is skipped and reported, and numbering goes on from the index at
-    the damage (spec B.6).
-    """
-
-    def __init__(
-        self, source: SegmentSource, *, path: str, log: int, tail: int, next_index: int, options: ReadOptions
-    ) -> None:
+    def __init__(self, source: SegmentSource, log: int) -> None:
         self.source = source
-        self.path = path
+        self.path = source.url
         self.log = log
-        self.tail = tail
-        self.next_index = next_index
-        self.options = options
 
-    def __iter__(self) -> Iterator[list[Entry] | DamagedRegion]:
-        at = LEGACY_FIRST_RECORD_OFFSET
-        available = min(self.tail, self.source.size())
-        window = self.options.chunk_bytes
-        while at < self.tail:
-            end = min(available, at + window)
-            data = self.source.read_at(at, max(end - at, 0))
-            entries: list[Entry] = []
-            try:
-                for entry in iter_legacy_records(
-                    data, log=self.log, offset=at, tail=self.tail, next_index=self.next_index
-                ):
-                    entries.append(entry)
-            except (TruncatedError, LengthOutOfRangeError) as error:
-                cut_by_window = isinstance(error, TruncatedError) and end < available
-                if entries:
-                    yield entries
-                    at, self.next_index = entries[-1].offset + entries[-1].size, entries[-1].index + 1
-                if cut_by_window:
-                    if not entries:
-                        # One record longer than the window: widen it to that record.
-                        head = self.source.read_at(at, LEGACY_LENGTH_SIZE)
-                        window = max(window, LEGACY_LENGTH_SIZE + int.from_bytes(head, "big", signed=True))
-                    continue
-                error.located(path=self.path)
-                if not self.options.tolerant:
-                    raise
-                raw = self.source.read_at(at, min(self.tail - at, self.options.max_corrupt_record_bytes))
-                yield DamagedRegion(Damage.from_error(error, bytes_skipped=self.tail - at, next_index=None), raw)
-                break
-            if entries:
-                yield entries
-                at, self.next_index = entries[-1].offset + entries[-1].size, entries[-1].index + 1
+    def read_at(self, offset: int, size: int) -> bytes:
+        return self.source.read_at(offset, size)
+
+    def size(self) -> int:
+        return self.source.size()
+
+    def close(self) -> None:
+        self.source.close()
+
+
+class PlannedDirectory:
+    """The segment files planning listed for one log directory, as the walk's ``Directory``."""
+
+    def __init__(self, storage: Storage, files: Sequence[SegmentFile], options: ReadOptions) -> None:
+        self.storage = storage
+        self.options = options
+        self.files = {file.log: file for file in files}
+        self.path = files[0].directory if files else ""
+
+    def segments(self) -> list[int]:
+        return sorted(self.files)
+
+    def url(self, log: int) -> str:
+        return self.files[log].url
+
+    def open(self, log: int) -> _Segment | None:
+        file = self.files.get(log)
+        if file is None:
+            return None
+        try:
+            source = self.storage.open(file.url, file.compression, max_decompressed=self.options.max_decompressed)
+            return _Segment(source, log)
+        except MissingFileError:
+            return None  # gone since the listing: absent, as for any reader

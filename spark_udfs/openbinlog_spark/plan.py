@@ -1,11 +1,11 @@
 """Planning a read on the driver: segment facts from headers, the chain, pruning, splits, bin-packing.
 
-Only segment headers are read here (and, for a segment that is open while
-its successor exists, the tail beyond its commit point, by the finished-
-segment rule of spec 8.4, through ``openbinlog._segment_file.scan_tail``).
-Damage the headers reveal (a bad header, a broken chain) becomes an
-``IssueItem`` that the executors turn into a row or an error like any other
-damage, so every mode treats it the same way.
+Every format rule applied here is ``openbinlog.walk``'s: the blank test,
+the header checks, the segment end (which walks the tail of a segment that
+is open while its successor exists, spec 8.4) and the chain rule. Damage
+they reveal (a bad header, a broken chain) becomes an ``IssueItem`` that
+the executors turn into a row or an error like any other damage, so every
+mode treats it the same way.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from openbinlog import Damage
-from openbinlog._format import HEADER_SIZE, SLOT_OFFSETS
-from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo, parse_header
-from openbinlog.walk import is_blank, tail_walk
-from openbinlog.errors import BinlogError, ChainBrokenError
+from openbinlog._format import HEADER_SIZE
+from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo
+from openbinlog.errors import BinlogError
+from openbinlog.walk import BytesSource, SegmentEnd, is_blank, legacy_end, next_segment, read_header, segment_end
 
 from .listing import SegmentFile
 from .options import ReadOptions
@@ -49,10 +49,10 @@ class RangeItem:
 
 @dataclass(frozen=True, slots=True)
 class LegacyItem:
-    """Consecutive version 1 segments, read in order: their indexes are counted (spec B.5)."""
+    """A log that holds version 1 segments, read whole and in order by the reference walk (``LogWalk``):
+    version 1 records are numbered by counting (spec B.5), so they cannot be split."""
 
-    files: tuple[tuple[SegmentFile, LegacyHeaderInfo], ...]
-    first_index: int
+    files: tuple[tuple[SegmentFile, SegmentHeaderInfo | LegacyHeaderInfo], ...]
     partition_values: dict[str, Any]
 
     @property
@@ -88,23 +88,37 @@ class BinlogPartition(InputPartition):
 
 @dataclass(slots=True)
 class SegmentFacts:
-    """What the header (and the finished-segment rule) says about one segment."""
+    """What the header and the segment end say about one segment."""
 
     file: SegmentFile
     header: SegmentHeaderInfo | LegacyHeaderInfo | None = None
     error: BinlogError | None = None
     blank: bool = False
     file_size: int = 0
-    end: int = HEADER_SIZE
-    end_index: int = 0
-    end_asqn: int = -1
-    end_timestamp_us: int = 0
+    head: bytes = b""  # the header as planning read it
+    segment_end: SegmentEnd | None = None
     predecessor_timestamp_us: int | None = None
     start_asqn: int = -1
 
     @property
     def version2(self) -> SegmentHeaderInfo | None:
         return self.header if isinstance(self.header, SegmentHeaderInfo) else None
+
+    @property
+    def end(self) -> int:
+        return HEADER_SIZE if self.segment_end is None else self.segment_end.offset
+
+    @property
+    def end_index(self) -> int:
+        return 0 if self.segment_end is None else self.segment_end.index
+
+    @property
+    def end_asqn(self) -> int:
+        return -1 if self.segment_end is None else self.segment_end.last_asqn
+
+    @property
+    def end_timestamp_us(self) -> int:
+        return 0 if self.segment_end is None else self.segment_end.last_timestamp_us
 
 
 def read_facts(storage: Storage, segment: SegmentFile, options: ReadOptions) -> SegmentFacts | None:
@@ -113,38 +127,36 @@ def read_facts(storage: Storage, segment: SegmentFile, options: ReadOptions) -> 
         with storage.open(
             segment.url, segment.compression, max_decompressed=options.max_decompressed, listed_size=segment.size
         ) as source:
-            data = source.read_at(0, HEADER_SIZE)
             facts.file_size = UNKNOWN_SIZE if segment.compression else source.size()
+            facts.blank = is_blank(source)
+            facts.head = source.read_at(0, HEADER_SIZE)
+            try:
+                facts.header = read_header(BytesSource(facts.head), segment.log)
+            except BinlogError as error:
+                facts.error = error.located(path=segment.url)
     except MissingFileError:
         if options.ignore_missing:
             return None
         raise
     except CorruptFileError as error:
         facts.error = error.located(log=segment.log)  # a compressed segment that cannot be unpacked
-        return facts
-    facts.blank = len(data) < HEADER_SIZE or not any(data)  # interim: replaced by the walk's blank test
-    try:
-        facts.header = parse_header(data, log=segment.log)
-    except BinlogError as error:
-        facts.error = error.located(path=segment.url)
     return facts
 
 
 def settle_end(storage: Storage, facts: SegmentFacts, successor: SegmentFacts | None, options: ReadOptions) -> None:
-    """The segment end and the state there (spec 6.1 and 8.4)."""
-    header = facts.version2
+    """The segment end S and end index I_S (spec 6.1 and 8.4), by the walk's rule."""
+    header, head = facts.header, BytesSource(facts.head)
+    if isinstance(header, LegacyHeaderInfo):
+        facts.header, facts.segment_end = legacy_end(head, facts.file.log)
+        return
     if header is None:
         return
-    commit = header.commit
-    facts.end, facts.end_index = commit.commit_offset, commit.next_index
-    facts.end_asqn, facts.end_timestamp_us = commit.last_asqn, commit.last_timestamp_us
-    successor_header = successor.version2 if successor is not None else None
-    if commit.closed or successor_header is None:
+    following = None if successor is None else successor.header
+    if header.commit.closed or following is None:
+        facts.segment_end = segment_end(head, header, None)  # no tail walk: the header read tells it all
         return
     with storage.open(facts.file.url, facts.file.compression, max_decompressed=options.max_decompressed) as source:
-        scan = tail_walk(source, log=header.log, commit=commit, stop_before_index=successor_header.base_index)
-    facts.end, facts.end_index = scan.end, scan.next_index
-    facts.end_asqn, facts.end_timestamp_us = scan.last_asqn, scan.last_timestamp_us
+        facts.segment_end = segment_end(source, header, following)
 
 
 def _issue(error: BinlogError, file: str, *, file_level: bool, skipped: int, values: dict[str, Any]) -> IssueItem:
@@ -155,12 +167,12 @@ def _whole(facts: SegmentFacts, values: dict[str, Any]) -> RangeItem:
     """The segment's committed bytes as one range; ``cut`` may split it."""
     header = facts.version2
     assert header is not None
+    assert facts.segment_end is not None
     return RangeItem(
         facts.file,
         SegmentRange(
-            log=header.log,
-            base_index=header.base_index,
-            segment_end=facts.end,
+            header=header,
+            end=facts.segment_end,
             file_size=facts.file_size,
             start=HEADER_SIZE,
             stop=facts.end,
@@ -168,8 +180,6 @@ def _whole(facts: SegmentFacts, values: dict[str, Any]) -> RangeItem:
             exact_stop=True,
             start_index=header.base_index,
             start_asqn=facts.start_asqn,
-            end_index=facts.end_index,
-            slot_offset=SLOT_OFFSETS[header.commit.generation % 2],
         ),
         values,
     )
@@ -183,81 +193,57 @@ def plan_log(
     values: Callable[[SegmentFile], dict[str, Any]],
     keep: Callable[[SegmentFacts], bool],
 ) -> list[Item]:
-    """The items of one log directory, with its chain checked (spec 8.6)."""
-    # A blank segment without a successor never held a record (spec 3.5, R-7).
-    present = {log: facts for log, facts in segments.items() if not (facts.blank and log + 1 not in segments)}
+    """The items of one log directory, with its chain checked by the walk's rule (spec 8.6)."""
+    highest = max(segments)
+    # A blank last segment never held a record (spec 3.5, R-7).
+    present = {log: facts for log, facts in segments.items() if not (facts.blank and log == highest)}
     logs = sorted(present)
+    if any(isinstance(facts.header, LegacyHeaderInfo) for facts in present.values()):
+        files = tuple((facts.file, facts.header) for facts in present.values() if facts.header is not None)
+        items: list[Item] = [LegacyItem(files, values(present[logs[0]].file))] if files else []
+        items += [_file_issue(facts, values) for facts in present.values() if facts.error is not None]
+        return items
     for log in logs:
-        settle_end(storage, present[log], present.get(log + 1), options)
-    items: list[Item] = []
-    legacy: list[tuple[SegmentFile, LegacyHeaderInfo]] = []
-    legacy_first = 1
+        successor = present.get(log + 1)
+        settle_end(storage, present[log], successor if successor is not None and successor.header else None, options)
+    items = []
     previous: SegmentFacts | None = None
-    expected: int | None = 1  # the index after the previous segment, for a following version 1 run
-
-    def flush_legacy() -> None:
-        if legacy:
-            items.append(LegacyItem(tuple(legacy), legacy_first, values(legacy[0][0])))
-            legacy.clear()
-
     for log in logs:
         facts = present[log]
-        directory = facts.file.directory
-        if previous is not None:
-            before = previous.version2
-            expected_here = previous.end_index if before is not None else None
-            problem = None
-            if log != previous.file.log + 1:
-                problem = ChainBrokenError(
-                    f"segment {previous.file.log + 1} is missing but {log} exists",
-                    path=directory,
-                    log=previous.file.log + 1,
-                    index=expected_here,
-                )
-            elif before is not None and facts.version2 is not None:
-                if facts.version2.log_id != before.log_id:
-                    problem = ChainBrokenError(
-                        f"segment {log} belongs to another log (log id differs)",
-                        path=facts.file.url,
-                        log=log,
-                        offset=0,
-                        index=previous.end_index,
-                    )
-                elif facts.version2.base_index != previous.end_index:
-                    problem = ChainBrokenError(
-                        f"segment {log} starts at index {facts.version2.base_index}, "
-                        f"the previous segment ends before {previous.end_index}",
-                        path=facts.file.url,
-                        log=log,
-                        offset=0,
-                        index=previous.end_index,
-                    )
-            if problem is not None:
-                items.append(_issue(problem, directory, file_level=False, skipped=0, values=values(facts.file)))
-            if before is not None:
-                facts.predecessor_timestamp_us = (
-                    before.commit.last_timestamp_us if log == previous.file.log + 1 else None
-                )
-                facts.start_asqn = previous.end_asqn
         if facts.error is not None:
-            flush_legacy()
-            skipped = facts.file.size if facts.file_size in (0, UNKNOWN_SIZE) else facts.file_size
-            items.append(
-                _issue(facts.error, facts.file.url, file_level=True, skipped=skipped, values=values(facts.file))
+            items.append(_file_issue(facts, values))
+            previous = facts
+            continue
+        before = None if previous is None else previous.version2
+        if previous is not None and before is not None and previous.segment_end is not None:
+            boundary = next_segment(
+                path=facts.file.directory,
+                log=before.log,
+                header=before,
+                end=previous.segment_end,
+                expected=previous.end_index,
+                present=logs,
+                successor=facts.header if log == before.log + 1 else None,
+                successor_path=facts.file.url,
             )
-            expected = None
-        elif isinstance(facts.header, LegacyHeaderInfo):
-            if not legacy:
-                legacy_first = expected if expected is not None else 1
-            legacy.append((facts.file, facts.header))
-        else:
-            flush_legacy()
-            expected = facts.end_index
-            if keep(facts) and min(facts.end, facts.file_size) > HEADER_SIZE:
-                items.append(_whole(facts, values(facts.file)))
+            if boundary.error is not None:
+                damage = Damage.from_error(boundary.error, bytes_skipped=0, next_index=None)
+                items.append(IssueItem(damage, facts.file.directory, False, values(facts.file)))
+            if boundary.next_log is None and boundary.error is None:
+                break  # the log ends here for now
+            facts.predecessor_timestamp_us = before.commit.last_timestamp_us if log == before.log + 1 else None
+            facts.start_asqn = previous.end_asqn
+        if keep(facts) and min(facts.end, facts.file_size) > HEADER_SIZE:
+            items.append(_whole(facts, values(facts.file)))
         previous = facts
-    flush_legacy()
     return items
+
+
+def _file_issue(facts: SegmentFacts, values: Callable[[SegmentFile], dict[str, Any]]) -> IssueItem:
+    """A segment that cannot be read at all: its header error, with the whole file as skipped."""
+    assert facts.error is not None
+    skipped = facts.file.size if facts.file_size in (0, UNKNOWN_SIZE) else facts.file_size
+    return _issue(facts.error, facts.file.url, file_level=True, skipped=skipped, values=values(facts.file))
 
 
 def plan_read(

@@ -27,7 +27,8 @@ from pyspark.sql.types import StructType
 
 from openbinlog import Damage
 from openbinlog._format import HEADER_SIZE
-from openbinlog.errors import ChainBrokenError, UnsupportedVersionError
+from openbinlog.errors import UnsupportedVersionError
+from openbinlog.walk import next_segment
 
 from .execute import ItemReader
 from .listing import list_segment_files
@@ -91,7 +92,9 @@ class LogView:
                 found = read_facts(storage, segment, options)
                 if found is not None:
                     facts.setdefault(segment.log, found)
-        self.segments = {log: item for log, item in facts.items() if not (item.blank and log + 1 not in facts)}
+        highest = max(facts, default=0)
+        # A blank last segment never held a record (spec 3.5, R-7).
+        self.segments = {log: item for log, item in facts.items() if not (item.blank and log == highest)}
         for log in sorted(self.segments):
             item = self.segments[log]
             if item.error is not None:
@@ -117,8 +120,8 @@ class LogView:
 
     def finished(self, log: int) -> bool:
         facts = self.segments[log]
-        assert facts.version2 is not None
-        return facts.version2.commit.closed or log + 1 in self.segments or any(n > log for n in self.segments)
+        assert facts.segment_end is not None
+        return facts.segment_end.final or any(n > log for n in self.segments)
 
     def log_id(self, log: int) -> bytes:
         header = self.segments[log].version2
@@ -133,10 +136,10 @@ class LogView:
         facts = self.segments[log]
         header = facts.version2
         assert header is not None
+        assert facts.segment_end is not None
         return SegmentRange(
-            log=log,
-            base_index=header.base_index,
-            segment_end=facts.end,
+            header=header,
+            end=facts.segment_end,
             file_size=facts.file_size,
             start=start.offset,
             stop=stop,
@@ -245,24 +248,22 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if budget <= 0:
             return position, budget
         facts = view.segments[position.log]
-        walker = RangeWalker(
-            self._storage().open(
-                facts.file.url, facts.file.compression, max_decompressed=self.options.max_decompressed
-            ),
-            view.range_of(position.log, position, end),
-            path=facts.file.url,
-            tolerant=self.options.tolerant,
-            chunk_bytes=self.options.chunk_bytes,
-        )
-        try:
+        with self._storage().open(
+            facts.file.url, facts.file.compression, max_decompressed=self.options.max_decompressed
+        ) as source:
+            walker = RangeWalker(
+                source,
+                view.range_of(position.log, position, end),
+                path=facts.file.url,
+                tolerant=self.options.tolerant,
+                chunk_bytes=self.options.chunk_bytes,
+            )
             for part in walker:
                 if isinstance(part, DamagedRegion):
                     continue
                 if len(part) >= budget:
                     return _next_position(part, budget), 0
                 budget -= len(part)
-        finally:
-            walker.source.close()
         return Position(position.log, walker.position, walker.next_index), budget
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
@@ -290,24 +291,21 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return
             following = view.segments[successor].version2
             assert following is not None
-            problem = None
-            if successor != log + 1:
-                problem = ChainBrokenError(
-                    f"segment {log + 1} is missing but {successor} exists",
-                    path=directory,
-                    log=log + 1,
-                    index=facts.end_index,
-                )
-            elif following.base_index != facts.end_index or following.log_id != view.log_id(log):
-                problem = ChainBrokenError(
-                    f"segment {successor} does not continue segment {log}",
-                    path=view.segments[successor].file.url,
-                    log=successor,
-                    offset=0,
-                    index=facts.end_index,
-                )
-            if problem is not None:
-                yield IssueItem(Damage.from_error(problem, bytes_skipped=0, next_index=None), directory, False, {})
+            assert facts.version2 is not None
+            assert facts.segment_end is not None
+            boundary = next_segment(
+                path=directory,
+                log=log,
+                header=facts.version2,
+                end=facts.segment_end,
+                expected=facts.end_index,
+                present=sorted(view.segments),
+                successor=following if successor == log + 1 else None,
+                successor_path=view.segments[successor].file.url,
+            )
+            if boundary.error is not None:
+                damage = Damage.from_error(boundary.error, bytes_skipped=0, next_index=None)
+                yield IssueItem(damage, directory, False, {})
             log, position = successor, Position(successor, HEADER_SIZE, following.base_index)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

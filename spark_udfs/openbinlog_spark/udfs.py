@@ -36,15 +36,14 @@ from pyspark.sql.types import (
 )
 
 from openbinlog import Damage
-from openbinlog._format import HEADER_SIZE, RECORD_HEADER_SIZE, SLOT_OFFSETS
+from openbinlog._format import HEADER_SIZE, RECORD_HEADER_SIZE
 from openbinlog._records import RecordDecoder
 from openbinlog._segment import LegacyHeaderInfo, parse_header
 from openbinlog.errors import BinlogError
+from openbinlog.walk import BytesSource, LogWalk, MemoryDirectory, is_blank, segment_end
 
 from .columns import FILE_COLUMN, RECORD_FIELDS, BatchBuilder, record_schema
-from .execute import LegacyWalker
 from .options import ReadOptions
-from .storage import SegmentSource
 from .walk import DamagedRegion, RangeWalker, RecordRun, SegmentRange
 
 # A record as the data source reads it (without the file column), then what damage leaves.
@@ -67,27 +66,20 @@ DECODED_RECORD = StructType(
 )
 
 
-class BytesSource(SegmentSource):
-    """A segment's bytes already in memory."""
-
-    def __init__(self, data: bytes, url: str = "<column>") -> None:
-        self.data = data
-        self.url = url
-
-    def read_at(self, offset: int, size: int) -> bytes:
-        return self.data[offset : offset + max(size, 0)]
-
-    def size(self) -> int:
-        return len(self.data)
-
-
 def _arrow_type(data_type: DataType) -> pa.DataType:
     return to_arrow_schema(StructType([StructField("x", data_type)]), timezone="UTC").field("x").type
 
 
 def segment_batches(data: bytes, builder: BatchBuilder, options: ReadOptions, url: str) -> Iterator[pa.RecordBatch]:
-    """Records and damage of one whole segment held in memory, as batches of ``builder``'s schema."""
-    source = BytesSource(data, url)
+    """Records and damage of one whole segment held in memory, as batches of ``builder``'s schema.
+
+    The segment is read as the walk reads the last segment of a log that
+    stops at its end: a blank one holds nothing, a version 2 one ends at its
+    commit point, a version 1 one at its last element position.
+    """
+    source = BytesSource(data)
+    if is_blank(source):
+        return
     try:
         header = parse_header(data[:HEADER_SIZE])
     except BinlogError as error:
@@ -98,31 +90,26 @@ def segment_batches(data: bytes, builder: BatchBuilder, options: ReadOptions, ur
             Damage.from_error(error, bytes_skipped=len(data), next_index=None), b"", options.corrupt_rows
         )
         return
-    parts: Any
     if isinstance(header, LegacyHeaderInfo):
-        parts = LegacyWalker(source, path=url, log=header.log, tail=header.tail, next_index=1, options=options)
-    else:
-        end = header.commit.commit_offset
-        parts = RangeWalker(
-            source,
-            SegmentRange(
-                log=header.log,
-                base_index=header.base_index,
-                segment_end=end,
-                file_size=len(data),
-                start=HEADER_SIZE,
-                stop=end,
-                exact_start=True,
-                exact_stop=True,
-                start_index=header.base_index,
-                start_asqn=-1,
-                end_index=header.commit.next_index,
-                slot_offset=SLOT_OFFSETS[header.commit.generation % 2],
-            ),
-            path=url,
-            tolerant=options.tolerant,
-            max_raw_bytes=options.max_corrupt_record_bytes,
-        )
+        yield from _legacy_batches(data, header.log, builder, options, url)
+        return
+    parts = RangeWalker(
+        source,
+        SegmentRange(
+            header=header,
+            end=segment_end(source, header, None),
+            file_size=len(data),
+            start=HEADER_SIZE,
+            stop=header.commit.commit_offset,
+            exact_start=True,
+            exact_stop=True,
+            start_index=header.base_index,
+            start_asqn=-1,
+        ),
+        path=url,
+        tolerant=options.tolerant,
+        max_raw_bytes=options.max_corrupt_record_bytes,
+    )
     for part in parts:
         if isinstance(part, DamagedRegion):
             if options.mode != "DROPMALFORMED" or options.report:
@@ -131,6 +118,24 @@ def segment_batches(data: bytes, builder: BatchBuilder, options: ReadOptions, ur
             yield builder.records(part)
         else:
             yield builder.entries(part)
+
+
+def _legacy_batches(
+    data: bytes, log: int, builder: BatchBuilder, options: ReadOptions, url: str
+) -> Iterator[pa.RecordBatch]:
+    """A version 1 segment alone, walked by the reference walk (records numbered from 1)."""
+    walk = LogWalk(MemoryDirectory({log: data}, url), follow=False, tolerant=options.tolerant)
+    reported = 0
+    while True:
+        entries = walk.next_batch()
+        for damage in walk.damage[reported:]:
+            if options.mode != "DROPMALFORMED" or options.report:
+                raw = data[damage.offset or 0 :][: min(damage.bytes_skipped, options.max_corrupt_record_bytes)]
+                yield builder.damage(damage, raw, options.corrupt_rows)
+        reported = len(walk.damage)
+        if not entries:
+            return
+        yield builder.entries(entries)
 
 
 def _segment_records(contents: pa.Array) -> pa.Array:

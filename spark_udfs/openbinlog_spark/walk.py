@@ -1,16 +1,13 @@
-"""The fast committed-mode walk of a byte range of one version 2 segment.
+"""Spark's walk of a byte range of one version 2 segment: ``openbinlog.walk`` with a vectorised verifier.
 
-The hot loop only follows length fields and computes the two CRC32Cs of each
-record; every other check (checksum comparison, frame, flags, index, asqn)
-is done on whole arrays at once. The first record that fails anything, and
-every record the loop cannot take (larger than a chunk, a skippable frame),
-goes to the reference ``RecordDecoder``, which classifies damage in the
-spec's check order: this module decides nothing about the format on its own.
-
-Ranges follow spec 10.5: a range that does not start at 256 starts at the
-first position satisfying the resync conditions and the continuity check,
-and a range ``[s, t)`` stops where the range ``[t, u)`` starts, so
-consecutive ranges return every record exactly once.
+The reading procedure (where a range starts and stops, R-39, damage and
+resynchronisation) is the reference's ``SegmentWalk``. This module adds
+only ``ArrowRuns``: a verifier that proves runs of records by following
+length fields and checking everything else on whole arrays, so records
+reach Arrow without a Python object each. It stands behind the walk's
+``RunVerifier`` interface, and property tests prove it accepts exactly the
+records the reference decoder accepts; whatever it does not prove (a record
+larger than a chunk, a skippable frame, any damage) the reference walk takes.
 """
 
 from __future__ import annotations
@@ -27,16 +24,11 @@ from construct import Construct, FormatField
 
 from openbinlog import Damage, Entry, _accel
 from openbinlog._crc import mask
-from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, SLOT_OFFSETS, RecordHeader
-from openbinlog._records import RecordDecoder, find_next_record
-from openbinlog.walk import slot_disagreement
-from openbinlog.errors import AsqnNotIncreasingError, BinlogError
-
-from .storage import SegmentSource
+from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, RecordHeader
+from openbinlog._segment import SegmentHeaderInfo
+from openbinlog.walk import SegmentEnd, SegmentWalk, Source, Split, find_boundary
 
 CHUNK_BYTES = 8 << 20
-BOUNDARY_WINDOW = 1 << 20
-RESYNC_WINDOW = 1 << 20
 
 _LENGTH = struct.Struct(">I")
 _CRC_END = RECORD_HEADER_SIZE - 4
@@ -68,20 +60,16 @@ assert HEADER_DTYPE.itemsize == RECORD_HEADER_SIZE
 class SegmentRange:
     """Which bytes of one segment to read, and what is known at the start.
 
-    ``exact_start``: ``start`` is a record boundary with expected index
-    ``start_index`` and previous asqn ``start_asqn`` (offset 256, or a
-    position a streaming offset recorded); otherwise the first boundary at or
-    after ``start`` is searched. ``exact_stop`` likewise for ``stop``; a
-    ``stop`` at or beyond the segment end means the end. ``end_index``: the
-    index the active slot expects after the last record (the end of spec 8.4
-    for a finished segment), at ``slot_offset``; a walk that reaches the
-    segment end checks its own expected index against it (R-39). None: not
-    known, not checked.
+    ``end``: the segment end S and end index I_S as planning found them
+    (``openbinlog.walk.segment_end``). ``exact_start``: ``start`` is a record
+    boundary with expected index ``start_index`` and previous asqn
+    ``start_asqn`` (offset 256, or a position a streaming offset recorded);
+    otherwise the range starts at the boundary found from ``start``.
+    ``exact_stop`` likewise for ``stop``; a ``stop`` at or beyond S means S.
     """
 
-    log: int
-    base_index: int
-    segment_end: int
+    header: SegmentHeaderInfo
+    end: SegmentEnd
     file_size: int
     start: int
     stop: int
@@ -89,13 +77,19 @@ class SegmentRange:
     exact_stop: bool
     start_index: int
     start_asqn: int
-    end_index: int | None = None
-    slot_offset: int = SLOT_OFFSETS[0]
+
+    @property
+    def log(self) -> int:
+        return self.header.log
+
+    @property
+    def segment_end(self) -> int:
+        return self.end.offset
 
     @property
     def readable_end(self) -> int:
         """S' of spec 10.4: bytes beyond the segment end or the file are never read."""
-        return min(self.segment_end, self.file_size)
+        return min(self.end.offset, self.file_size)
 
 
 @dataclass(slots=True)
@@ -110,6 +104,28 @@ class RecordRun:
 
     def __len__(self) -> int:
         return len(self.starts)
+
+    @property
+    def end(self) -> int:
+        """The segment offset after the last record."""
+        return self.base + int(self.starts[-1]) + 4 + int(self.headers[-1]["length"])
+
+    @property
+    def next_index(self) -> int:
+        return int(self.headers[-1]["index"]) + 1
+
+    def last_asqn(self, before: int) -> int:
+        """The previous asqn after the run: the last present one (-1 means absent)."""
+        asqn = self.headers["asqn"].astype(np.int64)
+        present = asqn[asqn != -1]
+        return int(present[-1]) if len(present) else before
+
+    def count_before(self, offset: int) -> int:
+        """How many of the records start before segment offset ``offset``."""
+        return int(np.searchsorted(self.starts, offset - self.base))
+
+    def head(self, count: int) -> RecordRun:
+        return RecordRun(self.log, self.base, self.starts[:count], self.headers[:count], self.payloads.slice(0, count))
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +196,11 @@ def _valid_count(
     headers: np.ndarray, header_crcs: np.ndarray, payload_crcs: np.ndarray, next_index: int, last_asqn: int
 ) -> int:
     """How many records, from the first, pass every check of spec 4.3.1."""
-    count = len(headers)
+    # Indexes are u8: no record can carry one past 2**64 - 1, and uint64 arithmetic must not wrap.
+    count = min(len(headers), max(2**64 - next_index, 0))
+    if not count:
+        return 0
+    headers, header_crcs, payload_crcs = headers[:count], header_crcs[:count], payload_crcs[:count]
     asqn = headers["asqn"].astype(np.int64)
     present = asqn != -1
     seen = np.maximum.accumulate(np.where(present, asqn, -1))
@@ -200,78 +220,35 @@ def _valid_count(
     return count if bool(good.all()) else int(np.argmin(good))
 
 
-def _decode_one(
-    source: SegmentSource, rng: SegmentRange, offset: int, next_index: int, last_asqn: int
-) -> tuple[Entry | None, RecordDecoder]:
-    """Let the reference decoder take one step at ``offset``; damage raises its typed error."""
-    readable_end = rng.readable_end
-    decoder = RecordDecoder(
-        log=rng.log, offset=offset, next_index=next_index, last_asqn=last_asqn, limit=rng.segment_end
-    )
-    fed = offset
-    while True:
-        entry = next(decoder, None)
-        if entry is not None or decoder.done:
-            return entry, decoder
-        if fed >= readable_end:
-            decoder.end_of_input()
-            continue
-        data = source.read_at(fed, min(max(decoder.wanted(), 1 << 16), readable_end - fed))
-        if not data:
-            decoder.end_of_input()
-            continue
-        decoder.feed(data)
-        fed += len(data)
+class ArrowRuns:
+    """The vectorised verifier: the records lying whole in a buffer that pass every check of spec 4.3.1.
 
+    It takes the place of ``RecordDecoder``'s batch loop behind
+    ``SegmentWalk.next_run`` and must accept exactly what that loop accepts
+    (``python/tests/spark/test_arrow_runs.py`` proves it); everything else is
+    left to the reference walk.
+    """
 
-def _continues(source: SegmentSource, rng: SegmentRange, at: int, index: int) -> bool:
-    """Continuity check of spec 10.5: the record at ``at`` passes steps 1 to 7 with index ``index``."""
-    try:
-        entry, decoder = _decode_one(source, rng, at, index, -1)
-    except AsqnNotIncreasingError:
-        return True  # steps 1 to 7 passed; step 8 is not part of the check
-    except BinlogError as error:
-        # A skippable record at ``at`` passed; what follows it does not matter.
-        return error.offset is not None and error.offset > at
-    return entry is not None or decoder.offset > at
-
-
-def find_boundary(source: SegmentSource, rng: SegmentRange, at: int) -> tuple[int, int] | None:
-    """The first record boundary at or after ``at`` (spec 10.5), with its index."""
-    bound = rng.readable_end
-    window = BOUNDARY_WINDOW
-    while at < bound:
-        end = min(bound, at + window)
-        data = source.read_at(at, end - at)
-        search = 0
-        while (found := find_next_record(data, search, min_index=rng.base_index)) is not None:
-            index = int.from_bytes(data[found + 8 : found + 16], "big")
-            following = at + found + 4 + _LENGTH.unpack_from(data, found)[0]
-            if following == bound or _continues(source, rng, following, index + 1):
-                return at + found, index
-            search = found + 1
-        if end >= bound:
+    def verify(
+        self, buf: bytes, *, base: int, log: int, next_index: int, last_asqn: int, stop: int
+    ) -> RecordRun | None:
+        starts, header_crcs, payload_crcs, walked_to = _walk(buf, len(buf))
+        if not len(starts):
             return None
-        window *= 4
-    return None
-
-
-def _resync(source: SegmentSource, rng: SegmentRange, damaged_at: int, next_index: int, bound: int) -> int | None:
-    """Spec 10.4: the first position after ``damaged_at`` holding a whole valid record with index >= ``next_index``."""
-    window = RESYNC_WINDOW
-    while True:
-        end = min(rng.readable_end, damaged_at + window)
-        data = source.read_at(damaged_at, end - damaged_at)
-        found = find_next_record(data, 1, min_index=next_index)
-        if found is not None:
-            return damaged_at + found
-        if end >= rng.readable_end or end >= bound + RECORD_HEADER_SIZE:
+        at, headers, payloads = _slice_records(buf, starts, walked_to)
+        valid = _valid_count(headers, header_crcs, payload_crcs, next_index, last_asqn)
+        valid = min(valid, int(np.searchsorted(at[:valid], stop - base)))
+        if not valid:
             return None
-        window *= 4
+        return RecordRun(log, base, at[:valid], headers[:valid], payloads.slice(0, valid))
+
+
+ARROW_RUNS = ArrowRuns()
 
 
 class RangeWalker:
-    """Walk one ``SegmentRange``: yields ``RecordRun``, lists of ``Entry`` and ``DamagedRegion``.
+    """Walk one ``SegmentRange`` with the reference walk: yields ``RecordRun``, lists of ``Entry``
+    and ``DamagedRegion``.
 
     ``tolerant``: step over damage as spec 10.4 says and report it;
     otherwise raise the first damage's typed error, located at the file.
@@ -279,7 +256,7 @@ class RangeWalker:
 
     def __init__(
         self,
-        source: SegmentSource,
+        source: Source,
         rng: SegmentRange,
         *,
         path: str,
@@ -297,93 +274,58 @@ class RangeWalker:
         self.position = rng.start
         self.next_index = rng.start_index
 
+    def _start(self) -> tuple[int, int, int, Split | None] | None:
+        """The walk's first record (offset, index, previous asqn) and where it stops (spec 10.5)."""
+        rng = self.rng
+        bound, low, high = rng.readable_end, rng.header.base_index, rng.end.index
+        if rng.exact_start:
+            start = (rng.start, rng.start_index, rng.start_asqn)
+        else:
+            found = find_boundary(self.source, rng.start, bound, low=low, high=high)
+            if found is None or found[0] >= rng.stop:
+                return None
+            start = (found[0], found[1], -1)
+        if rng.stop >= rng.end.offset:
+            return (*start, None)
+        if rng.exact_stop:
+            return (*start, Split(rng.stop, rng.stop))
+        following = find_boundary(self.source, rng.stop, bound, low=low, high=high) if rng.stop < bound else None
+        split = Split(rng.stop, rng.end.offset) if following is None else Split(rng.stop, *following)
+        return (*start, split)
+
     def __iter__(self) -> Iterator[RecordRun | list[Entry] | DamagedRegion]:
         rng = self.rng
-        readable_end = rng.readable_end
-        if rng.exact_start:
-            pos, next_index, last_asqn = rng.start, rng.start_index, rng.start_asqn
-        else:
-            first = find_boundary(self.source, rng, rng.start)
-            if first is None:
-                self.position = readable_end
-                return
-            (pos, next_index), last_asqn = first, -1
-        # The last range of a segment also meets a file that ends before the segment end.
-        last_range = rng.stop >= rng.segment_end
-        if rng.exact_stop or rng.stop >= readable_end:
-            stop = min(rng.stop, readable_end)
-        else:
-            last = find_boundary(self.source, rng, rng.stop)
-            stop = readable_end if last is None else last[0]
-        skipped_to = -1  # where the last damage was stepped over to: no second report there
-        while pos < stop:
-            self.position, self.next_index = pos, next_index
-            buf = self.source.read_at(pos, min(self.chunk_bytes, readable_end - pos))
-            starts, header_crcs, payload_crcs, walked_to = _walk(buf, len(buf))
-            valid = 0
-            if len(starts):
-                at, headers, payloads = _slice_records(buf, starts, walked_to)
-                valid = _valid_count(headers, header_crcs, payload_crcs, next_index, last_asqn)
-                if valid:
-                    taken = min(valid, int(np.searchsorted(at[:valid], stop - pos)))
-                    if taken:
-                        yield RecordRun(rng.log, pos, at[:taken], headers[:taken], payloads.slice(0, taken))
-                    last = headers[valid - 1]
-                    next_index = int(last["index"]) + 1
-                    asqn = headers["asqn"][:valid].astype(np.int64)
-                    last_asqn = max(last_asqn, int(asqn.max()))
-                    pos += int(at[valid - 1]) + 4 + int(last["length"])
-            if valid and valid == len(starts) and pos < stop:
-                continue  # the chunk ended inside a record: read on from it
-            if pos >= stop:
-                break
-            # The record at ``pos`` failed a check, is larger than a chunk or is not a data record.
-            try:
-                entry, decoder = _decode_one(self.source, rng, pos, next_index, last_asqn)
-            except BinlogError as error:
-                if not self.tolerant:
-                    raise error.located(path=self.path) from None
-                region, pos, next_index, last_asqn = self._step_over(error, pos, next_index, stop)
-                skipped_to = pos
-                yield region
-                continue
-            if entry is not None and entry.offset < stop:
-                yield [entry]
-            pos, next_index, last_asqn = decoder.offset, decoder.next_index, decoder.last_asqn
-            if entry is None:
-                break  # the decoder reached the segment end
-        if last_range and pos == readable_end < rng.segment_end and skipped_to != pos:
-            try:
-                _decode_one(self.source, rng, pos, next_index, last_asqn)
-            except BinlogError as error:
-                if not self.tolerant:
-                    raise error.located(path=self.path) from None
-                region, pos, next_index, last_asqn = self._step_over(error, pos, next_index, stop)
-                yield region
-        end_index = rng.end_index
-        if last_range and pos == rng.segment_end and skipped_to != pos and end_index not in (None, next_index):
-            # R-39: the walk and the slot disagree at the segment end (a walk that skipped damage up to
-            # the end has nothing to compare). A tolerant walk reports it and expects the slot's index.
-            disagreement = slot_disagreement(
-                next_index, end_index, path=self.path, log=rng.log, slot_offset=rng.slot_offset
-            )
-            if not self.tolerant:
-                raise disagreement
-            yield DamagedRegion(Damage.from_error(disagreement, bytes_skipped=0, next_index=end_index), b"")
-            next_index = end_index
-        self.position, self.next_index = pos, next_index
+        planned = self._start()
+        if planned is None:
+            self.position = rng.readable_end
+            return
+        start, index, asqn, split = planned
+        walk = SegmentWalk(
+            self.source,
+            path=self.path,
+            header=rng.header,
+            end=rng.end,
+            start=start,
+            next_index=index,
+            last_asqn=asqn,
+            tolerant=self.tolerant,
+            split=split,
+        )
+        reported = 0
+        while True:
+            self.position, self.next_index = walk.offset, walk.next_index
+            part = walk.next_run(ARROW_RUNS, chunk=self.chunk_bytes)
+            for damage in walk.damage[reported:]:
+                yield self._region(damage)
+            reported = len(walk.damage)
+            if not len(part):
+                break  # at S, or at the split's end
+            yield part
+        self.position, self.next_index = walk.offset, walk.next_index
 
-    def _step_over(
-        self, error: BinlogError, damaged_at: int, next_index: int, stop: int
-    ) -> tuple[DamagedRegion, int, int, int]:
-        """Report the damage at ``damaged_at``; resume at the next valid record (or ``stop``)."""
-        found = _resync(self.source, self.rng, damaged_at, next_index, stop)
-        resume, resume_index = stop, None
-        if found is not None:
-            # A resync point at or past ``stop`` is where the next range takes over.
-            resume = min(found, stop)
-            resume_index = int.from_bytes(self.source.read_at(resume + 8, 8), "big")
-        raw = self.source.read_at(damaged_at, min(resume - damaged_at, self.max_raw_bytes))
-        error.located(path=self.path)
-        damage = Damage.from_error(error, bytes_skipped=resume - damaged_at, next_index=resume_index)
-        return DamagedRegion(damage, raw), resume, resume_index if resume_index is not None else next_index, -1
+    def _region(self, damage: Damage) -> DamagedRegion:
+        """A damaged region with (up to ``max_raw_bytes`` of) the bytes stepped over."""
+        raw = b""
+        if damage.offset is not None and damage.bytes_skipped:
+            raw = self.source.read_at(damage.offset, min(damage.bytes_skipped, self.max_raw_bytes))
+        return DamagedRegion(damage, raw)
