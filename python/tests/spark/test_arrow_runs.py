@@ -37,7 +37,7 @@ def test_arrow_runs_accept_exactly_what_the_reference_loop_accepts(
     tail: bytes,
     data: st.DataObject,
 ) -> None:
-    buf, starts = render(records, damage, tail)
+    buf, _ = render(records, damage, tail)
     next_index = data.draw(st.one_of(st.just(FIRST), st.integers(0, 2**64 - 1), st.integers(2**64 - 3, 2**64)))
     last_asqn = data.draw(st.one_of(st.just(NO_ASQN), st.integers(-(2**63), 2**63 - 1)))
     stop = data.draw(st.one_of(st.just(START + len(buf)), st.integers(START, START + len(buf))))
