@@ -503,26 +503,3 @@ class RecordDecoder:
         if asqn != NO_ASQN:
             self.last_asqn = asqn
         return Entry(self.log, offset, index, bytes(view[payload_start:payload_end]), asqn, timestamp_us)
-
-
-def find_next_record(data: bytes, start: int, *, min_index: int) -> int | None:
-    """Resynchronise: the first position at or after ``start`` where ``data``
-    holds a whole valid record whose index is at least ``min_index``.
-
-    Used by tolerant readers to step over damage (spec section 10.4) and by
-    readers that start at an arbitrary byte offset.
-    """
-    view = memoryview(data)
-    last = len(data) - RECORD_HEADER_SIZE
-    for pos in range(start, last + 1):
-        if data[pos + 4] != FRAME_DATA:
-            continue
-        fields = RECORD_HEADER.unpack_from(data, pos)
-        length, index, payload_crc, header_crc = fields[0], fields[4], fields[7], fields[8]
-        if masked_crc32c(view[pos : pos + _CRC_END]) != header_crc:
-            continue
-        if index < min_index or length < MIN_RECORD_LENGTH or pos + 4 + length > len(data):
-            continue
-        if masked_crc32c(view[pos + RECORD_HEADER_SIZE : pos + 4 + length]) == payload_crc:
-            return pos
-    return None

@@ -26,7 +26,8 @@ from openbinlog import (
     encode_record,
 )
 from openbinlog._crc import masked_crc32c
-from openbinlog._records import BATCH_ENTRIES, find_next_record
+from openbinlog._records import BATCH_ENTRIES
+from openbinlog.walk import BytesSource, resync
 
 START = 256
 
@@ -259,19 +260,33 @@ def test_skippable_frame_is_verified_skipped_and_consumes_no_index() -> None:
     assert [(e.index, e.payload) for e in out] == [(1, b"a"), (2, b"b")]
 
 
+def _first_record(data: bytes, *, low: int, high: int = 2**64) -> int | None:
+    """Where a resynchronisation that starts before byte 0 resumes (spec 10.4)."""
+    found = resync(BytesSource(data), -1, len(data), low=low, high=high)
+    return None if found is None else found[0]
+
+
 @pytest.mark.spec("R-25")
 @given(st.binary(max_size=300), st.lists(small_payloads, min_size=1, max_size=3))
 def test_resync_finds_the_first_valid_record_after_damage(junk: bytes, items: list[bytes]) -> None:
     data = junk + records(items, first_index=10)
-    found = find_next_record(data, 0, min_index=10)
+    found = _first_record(data, low=10)
     assert found is not None and found <= len(junk)
     if found < len(junk):  # the junk itself happened to hold a valid record: astronomically unlikely
         pytest.fail("junk parsed as a record")
 
 
+@pytest.mark.spec("R-25")
 def test_resync_refuses_records_older_than_the_expected_index() -> None:
     data = records([b"old"], first_index=3) + records([b"new"], first_index=9)
-    assert find_next_record(data, 0, min_index=4) == len(encode_record(3, b"old", timestamp_us=0))
+    assert _first_record(data, low=4) == len(encode_record(3, b"old", timestamp_us=0))
+
+
+@pytest.mark.spec("R-25")
+def test_resync_refuses_records_at_or_beyond_the_end_index() -> None:
+    data = records([b"forged"], first_index=50) + records([b"real"], first_index=5)
+    assert _first_record(data, low=4, high=6) == len(encode_record(50, b"forged", timestamp_us=0))
+    assert _first_record(data, low=4, high=5) is None
 
 
 @pytest.mark.spec("R-14")

@@ -83,7 +83,7 @@ def test_a_forged_record_with_a_far_future_index_in_damaged_bytes_is_not_a_resyn
 # -- splits -----------------------------------------------------------------------
 
 
-@pytest.mark.spec("R-27")
+@pytest.mark.spec("R-27", "R-40")
 def test_a_split_boundary_inside_a_payload_holding_one_record_with_its_containers_index_is_reported(
     log_dir: Path,
 ) -> None:
@@ -208,7 +208,7 @@ def test_a_version_1_last_segment_cut_below_its_header_is_truncated_not_blank(lo
     assert (raised.value.log, raised.value.offset) == (2, 0)
 
 
-@pytest.mark.spec("R-36", "R-17")
+@pytest.mark.spec("R-36", "R-41")
 def test_a_closed_version_1_segment_whose_successor_is_missing_is_chain_broken(log_dir: Path) -> None:
     _legacy(log_dir, legacy_segment([b"a", b"b"], log=1, closed=True, next_log=2))
     returned: list[bytes] = []
@@ -241,7 +241,7 @@ def test_a_follower_stays_on_an_open_version_1_segment_whose_successor_exists(lo
         assert (late.log, late.index, late.payload) == (1, 3, b"c")
 
 
-@pytest.mark.spec("R-36", "R-18")
+@pytest.mark.spec("R-36", "R-41")
 def test_an_open_version_1_segment_followed_by_records_is_chain_broken(log_dir: Path) -> None:
     _legacy(log_dir, legacy_segment([b"a"], log=1, closed=False), legacy_segment([b"b"], log=2, closed=False))
     returned: list[bytes] = []

@@ -53,8 +53,8 @@ class ItemReader:
             elif isinstance(item, RangeItem):
                 yield from self._guarded(item.file.url, item.range.log, partial(self._range, item))
             else:
-                first, header = item.files[0]
-                yield from self._guarded(first.url, header.log, partial(self._legacy, item))
+                first = item.files[0]
+                yield from self._guarded(first.url, first.log, partial(self._legacy, item))
 
     def _guarded(self, url: str, log: int, produce: Callable[[], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
         """Missing and undecodable files, by ``ignoreMissingFiles`` / ``ignoreCorruptFiles`` and the mode."""
@@ -109,16 +109,22 @@ class ItemReader:
     def _legacy(self, item: LegacyItem) -> Iterator[pa.RecordBatch]:
         """A log holding version 1 segments, read whole by the reference walk."""
         options = self.options
-        first = item.files[0][0]
-        directory = PlannedDirectory(self.storage, [file for file, _ in item.files], options)
+        directory = PlannedDirectory(self.storage, item.files, options)
         walk = LogWalk(directory, tolerant=options.tolerant)
         reported = 0
         try:
             while True:
-                entries = walk.next_batch()
+                try:
+                    entries = walk.next_batch()
+                except BinlogError as error:
+                    # Damage a tolerant walk does not step over (a segment header): it ends the walk.
+                    if not options.tolerant:
+                        raise
+                    walk.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=None))
+                    entries = []
                 for damage in walk.damage[reported:]:
                     builder = BatchBuilder(
-                        self.schema, file=damage.path or first.url, partition_values=item.partition_values
+                        self.schema, file=damage.path or directory.path, partition_values=item.partition_values
                     )
                     yield from self._damage(builder, damage, self._raw(damage))
                 reported = len(walk.damage)

@@ -28,7 +28,7 @@ from openbinlog.walk import BytesSource, SegmentEnd, is_blank, legacy_end, next_
 from .listing import SegmentFile
 from .options import ReadOptions
 from .storage import CorruptFileError, MissingFileError, Storage
-from .walk import SegmentRange
+from .walk import ChainCheck, SegmentRange
 
 UNKNOWN_SIZE = 2**63 - 1
 HEADER_READERS = 16
@@ -52,12 +52,13 @@ class LegacyItem:
     """A log that holds version 1 segments, read whole and in order by the reference walk (``LogWalk``):
     version 1 records are numbered by counting (spec B.5), so they cannot be split."""
 
-    files: tuple[tuple[SegmentFile, SegmentHeaderInfo | LegacyHeaderInfo], ...]
+    files: tuple[SegmentFile, ...]
+    all_legacy: bool  # no version 2 segment: no record has a timestamp
     partition_values: dict[str, Any]
 
     @property
     def weight(self) -> int:
-        return sum(segment.size for segment, _ in self.files)
+        return sum(segment.size for segment in self.files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,23 +200,23 @@ def plan_log(
     present = {log: facts for log, facts in segments.items() if not (facts.blank and log == highest)}
     logs = sorted(present)
     if any(isinstance(facts.header, LegacyHeaderInfo) for facts in present.values()):
-        files = tuple((facts.file, facts.header) for facts in present.values() if facts.header is not None)
-        items: list[Item] = [LegacyItem(files, values(present[logs[0]].file))] if files else []
-        items += [_file_issue(facts, values) for facts in present.values() if facts.error is not None]
-        return items
+        legacy = all(isinstance(facts.header, LegacyHeaderInfo) for facts in present.values())
+        return [LegacyItem(tuple(present[log].file for log in logs), legacy, values(present[logs[0]].file))]
     for log in logs:
-        successor = present.get(log + 1)
-        settle_end(storage, present[log], successor if successor is not None and successor.header else None, options)
-    items = []
+        following = present.get(log + 1)
+        settle_end(storage, present[log], following if following is not None and following.header else None, options)
+    items: list[Item] = []
     previous: SegmentFacts | None = None
+    previous_item: int | None = None  # where the previous segment's range is in ``items``
     for log in logs:
         facts = present[log]
         if facts.error is not None:
             items.append(_file_issue(facts, values))
-            previous = facts
+            previous, previous_item = facts, None
             continue
         before = None if previous is None else previous.version2
         if previous is not None and before is not None and previous.segment_end is not None:
+            successor = facts.header if log == before.log + 1 else None
             boundary = next_segment(
                 path=facts.file.directory,
                 log=before.log,
@@ -223,20 +224,33 @@ def plan_log(
                 end=previous.segment_end,
                 expected=previous.end_index,
                 present=logs,
-                successor=facts.header if log == before.log + 1 else None,
+                successor=successor,
                 successor_path=facts.file.url,
             )
-            if boundary.error is not None:
-                damage = Damage.from_error(boundary.error, bytes_skipped=0, next_index=None)
+            resume = facts.version2.base_index if facts.version2 is not None else None
+            if previous_item is not None:
+                # The walk of the previous segment checks the chain at its end, with its own expected
+                # index: after damage with nothing to resume at, it lags the end index (spec 10.4).
+                check = ChainCheck(facts.file.directory, tuple(logs), successor, facts.file.url, resume)
+                items[previous_item] = _with_chain(items[previous_item], check)
+            elif boundary.error is not None:
+                damage = Damage.from_error(boundary.error, bytes_skipped=0, next_index=resume)
                 items.append(IssueItem(damage, facts.file.directory, False, values(facts.file)))
             if boundary.next_log is None and boundary.error is None:
                 break  # the log ends here for now
             facts.predecessor_timestamp_us = before.commit.last_timestamp_us if log == before.log + 1 else None
             facts.start_asqn = previous.end_asqn
+        previous_item = None
         if keep(facts) and min(facts.end, facts.file_size) > HEADER_SIZE:
             items.append(_whole(facts, values(facts.file)))
+            previous_item = len(items) - 1
         previous = facts
     return items
+
+
+def _with_chain(item: Item, check: ChainCheck) -> Item:
+    assert isinstance(item, RangeItem)
+    return RangeItem(item.file, dataclasses.replace(item.range, chain=check), item.partition_values)
 
 
 def _file_issue(facts: SegmentFacts, values: Callable[[SegmentFile], dict[str, Any]]) -> IssueItem:

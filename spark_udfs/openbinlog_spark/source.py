@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
 from pyspark.sql.types import StructField, StructType
+from pyspark.version import __version__ as SPARK_VERSION
 
 from .columns import record_schema, report_schema
 from .execute import ItemReader
@@ -19,6 +21,16 @@ from .storage import Storage
 from .stream import BinlogStreamReader
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Up to Spark 4.3 the read plan (partitions and read function) of a pushdown pass is kept on the relation of the
+# loaded DataFrame (PythonScanBuilder.pushFilters calls PythonDataSourceV2.setReadInfo), shared by every query built
+# on it, and each scan reads with the newest plan: a later query that pushes no filter, or a query planned before
+# another one's pass, would read a plan pruned for another query. So only a Spark that keeps the plan in its scan
+# (SPARK-58551, Spark 5) prunes.
+PRUNES_PER_QUERY = int(SPARK_VERSION.split(".")[0]) >= 5
+PUSHDOWN_LOG = logging.getLogger("openbinlog_spark.pushdown")
+# Spark's Python worker logging (spark.sql.pyspark.worker.logging.enabled) collects the records that reach the root
+# logger, which passes WARNING and up in a worker: this logger lets its INFO lines through.
+PUSHDOWN_LOG.setLevel(logging.INFO)
 RESERVED = {"log", "offset", "index", "asqn", "timestamp", "payload", "file", "error_class", "message"}
 
 
@@ -59,7 +71,7 @@ class BinlogDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if self.PUSHDOWN and self.settings.pushdown:
-            return BinlogPushdownReader(self.settings, schema)
+            return BinlogPushdownReader(self.settings, schema, prune=PRUNES_PER_QUERY)
         return BinlogReader(self.settings, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -78,11 +90,14 @@ class BinlogReader(DataSourceReader):
         _, values = partition_columns(files)
         names = [field.name for field in self.schema.fields]
         filters = self.filters
+        listed = len(files)
+        pruned = 0
 
         def values_of(segment: SegmentFile) -> dict[str, Any]:
             return {name: value for name, value in values.get(segment.url, {}).items() if name in names}
 
         def keep(facts: SegmentFacts) -> bool:
+            nonlocal pruned
             header = facts.version2
             assert header is not None
             bounds = {
@@ -92,31 +107,56 @@ class BinlogReader(DataSourceReader):
                 "timestamp": Bounds(facts.predecessor_timestamp_us, facts.end_timestamp_us),
                 **partition_bounds(values_of(facts.file)),
             }
-            return may_match(filters, bounds)
+            if may_match(filters, bounds):
+                return True
+            pruned += 1
+            return False
+
+        def keep_item(item: RangeItem | LegacyItem | IssueItem) -> bool:
+            nonlocal pruned
+            if not isinstance(item, LegacyItem):
+                return True
+            logs = [file.log for file in item.files]
+            # Version 1 records have no timestamp; a log that mixes in version 2 segments has some.
+            stamps = ALWAYS_NULL if item.all_legacy else Bounds()
+            if may_match(filters, {"timestamp": stamps, "log": Bounds(min(logs), max(logs))}):
+                return True
+            pruned += len(item.files)
+            return False
 
         if filters:
             files = [segment for segment in files if may_match(filters, partition_bounds(values_of(segment)))]
+            pruned = listed - len(files)
         partitions = plan_read(storage, files, self.options, values_of, keep)
         if filters:
             partitions = [
                 BinlogPartition(kept)
                 for partition in partitions
-                if (kept := [item for item in partition.items if self._keep_item(item)])
+                if (kept := [item for item in partition.items if keep_item(item)])
             ]
+            PUSHDOWN_LOG.info("pushed filters %s prune %d of %d segment files", filters, pruned, listed)
         return partitions or [BinlogPartition([])]
-
-    def _keep_item(self, item: RangeItem | LegacyItem | IssueItem) -> bool:
-        if isinstance(item, LegacyItem):
-            logs = [header.log for _, header in item.files]
-            return may_match(self.filters, {"timestamp": ALWAYS_NULL, "log": Bounds(min(logs), max(logs))})
-        return True
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return ItemReader(self.options, self.schema).read(partition.value)
 
 
 class BinlogPushdownReader(BinlogReader):
+    """A reader that prunes segments by the filters Spark pushes (``filters``), unless ``prune`` is false."""
+
+    def __init__(self, options: ReadOptions, schema: StructType, prune: bool = True) -> None:
+        super().__init__(options, schema)
+        self.prune = prune
+
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         """Keep the filters pruning can judge; Spark still applies all of them to the rows read."""
-        self.filters = usable(filters, [field.name for field in self.schema.fields])
+        judged = usable(filters, [field.name for field in self.schema.fields])
+        if self.prune:
+            self.filters = judged
+        elif judged:
+            PUSHDOWN_LOG.info(
+                "pushed filters %s prune nothing: Spark %s reads every query of a DataFrame with one kept plan",
+                judged,
+                SPARK_VERSION,
+            )
         return filters

@@ -25,8 +25,8 @@ from construct import Construct, FormatField
 from openbinlog import Damage, Entry, _accel
 from openbinlog._crc import mask
 from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, RecordHeader
-from openbinlog._segment import SegmentHeaderInfo
-from openbinlog.walk import SegmentEnd, SegmentWalk, Source, Split, find_boundary
+from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo
+from openbinlog.walk import SegmentEnd, SegmentWalk, Source, Split, find_boundary, next_segment
 
 CHUNK_BYTES = 8 << 20
 
@@ -57,6 +57,18 @@ assert HEADER_DTYPE.itemsize == RECORD_HEADER_SIZE
 
 
 @dataclass(frozen=True, slots=True)
+class ChainCheck:
+    """What the walk needs to make the chain check at the end of its segment (spec 8.6) with its own
+    expected index: the listing, the successor's header, and the index reading resumes at."""
+
+    directory: str
+    present: tuple[int, ...]
+    successor: SegmentHeaderInfo | LegacyHeaderInfo | None
+    successor_path: str | None
+    resume_index: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class SegmentRange:
     """Which bytes of one segment to read, and what is known at the start.
 
@@ -77,6 +89,7 @@ class SegmentRange:
     exact_stop: bool
     start_index: int
     start_asqn: int
+    chain: ChainCheck | None = None  # the boundary after this segment, checked by the range that ends at S
 
     @property
     def log(self) -> int:
@@ -322,6 +335,29 @@ class RangeWalker:
                 break  # at S, or at the split's end
             yield part
         self.position, self.next_index = walk.offset, walk.next_index
+        if rng.chain is not None and split is None and walk.at_end:
+            broken = self._chain_break(rng.chain, walk)
+            if broken is not None:
+                yield broken
+
+    def _chain_break(self, chain: ChainCheck, walk: SegmentWalk) -> DamagedRegion | None:
+        """The chain check at S with the walk's own expected index (after damage it may lag the end index)."""
+        rng = self.rng
+        boundary = next_segment(
+            path=chain.directory,
+            log=rng.log,
+            header=rng.header,
+            end=rng.end,
+            expected=walk.next_index,
+            present=chain.present,
+            successor=chain.successor,
+            successor_path=chain.successor_path,
+        )
+        if boundary.error is None:
+            return None
+        if not self.tolerant:
+            raise boundary.error
+        return DamagedRegion(Damage.from_error(boundary.error, bytes_skipped=0, next_index=chain.resume_index), b"")
 
     def _region(self, damage: Damage) -> DamagedRegion:
         """A damaged region with (up to ``max_raw_bytes`` of) the bytes stepped over."""

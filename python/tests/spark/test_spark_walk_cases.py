@@ -29,7 +29,7 @@ def _embedded_log(directory: Path) -> int:
     return third - len(embedded)
 
 
-@pytest.mark.spec("R-27")
+@pytest.mark.spec("R-27", "R-40")
 def test_two_partitions_cut_inside_a_payload_holding_one_record_report_it_instead_of_a_duplicate(
     spark: SparkSession, tmp_path: Path
 ) -> None:
