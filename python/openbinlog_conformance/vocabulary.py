@@ -11,7 +11,7 @@ from typing import Final
 
 # MAJOR.MINOR follow the format specification's version (2.0); PATCH counts
 # fixes to the suite itself. Cases carry `since` / `until` in spec versions.
-SUITE_VERSION: Final = "2.0.1"
+SUITE_VERSION: Final = "2.0.2"
 SPEC_VERSION: Final = "2.0"
 
 LEVELS: Final = ("must", "should", "may")
@@ -40,6 +40,7 @@ ERROR_CLASSES: Final = (
     "asqn_not_increasing",
     "chain_broken",
     "invalid_ref",
+    "ambiguous_split",
     "io_error",
 )
 
