@@ -40,7 +40,10 @@ types:
       - id: len_header
         -orig-id: header_length
         type: u4
-        doc: Written by jPOS-EE, never checked by it, nor here.
+        valid: 252
+        doc: |
+          252: jPOS-EE's file magic, which it checks on open ("Invalid jPOS BinLog
+          version" otherwise); a reader reports bad_signature at offset 0.
       - id: version
         type: u2
         valid: 1

@@ -69,10 +69,13 @@ class Catalog:
         requires: list[str] | None = None,
         tolerant: bool = False,
         split: tuple[int, int, int] | None = None,
+        until: str | None = None,
     ) -> Case:
         """A reader case: read the fixture from its start (or after ``after``, tolerantly, or one split).
 
         ``split`` is (log, start, stop): only segment ``log``'s records whose offset lies in [start, stop).
+        ``until``: the spec version from which the expectation no longer holds (a retired case keeps its id;
+        the corrected expectation gets a new one, spec/conformance.md section 2).
         """
         operation: Json = {"op": "read"}
         needs = list(requires or [])
@@ -100,6 +103,7 @@ class Catalog:
                 requires=needs,
                 faults=list(fixture.faults),
                 defect=fixture.defect,
+                until=until,
             )
         )
 
@@ -111,6 +115,7 @@ class Catalog:
         requirements: list[str],
         *,
         description: str | None = None,
+        until: str | None = None,
     ) -> Case:
         """A writer case: the testee recovers a copy of the fixture; the reference checks the result."""
         return self._case(
@@ -125,6 +130,7 @@ class Catalog:
                 requires=["recover"],
                 faults=list(fixture.faults),
                 defect=fixture.defect,
+                until=until,
             )
         )
 

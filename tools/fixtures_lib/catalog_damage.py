@@ -17,6 +17,7 @@ from .mutations import Mutation
 
 SEG1 = "00000001.dat"
 SEG2 = "00000002.dat"
+SEG3 = "00000003.dat"
 HEADER_CHECKS = ["R-6", "R-31", "R-32"]
 SLOT_CHECKS = ["R-3", "R-31", "R-32"]
 RECORD_CHECKS = ["R-8", "R-9", "R-31", "R-32"]
@@ -187,6 +188,29 @@ def _header(cat: Catalog) -> None:
         requirements=["R-6", "R-7"],
         group="header",
         faults=["T11"],
+    )
+    several_log = several_segments_log()
+    first_two = [fact for fact in several_log.published() if fact.log < 3]
+    zeroed = _damaged(
+        cat,
+        "zero_header_last_segment",
+        several,
+        Mutation().fill(SEG3, 0, 256),
+        defect="segment 3, the last, has its first 256 bytes zeroed while its records remain after them: not blank,"
+        " version 0",
+        expected_records=first_two,
+        err=error("unsupported_version", 3, 4),
+        requirements=["R-6", "R-7"],
+        group="header",
+        faults=["T11"],
+    )
+    cat.recover(
+        "must.writer.recover.refuse_zero_header_last_segment",
+        zeroed,
+        recovery_refused(error("unsupported_version", 3, 4)),
+        ["R-6", "W-25", "W-24"],
+        description="recover: segment 3, the last, lost its header but not its records: it is not blank, so it is"
+        " not deleted; its header fails, recovery refuses and changes nothing",
     )
 
 

@@ -5,16 +5,25 @@ states them from the offsets the workload wrote. The segment holds records of
 many sizes, a payload that ends with a whole valid record of the same log
 (a false boundary the continuity check must refuse) and an unpublished record
 beyond the commit point, which no split may return (R-15).
+
+A second segment holds payloads that end with whole valid records of the same
+log that the continuity check cannot refuse: one carrying its container's own
+index (a log of logs: the split stop rule turns it into ``ambiguous_split``)
+and two carrying the segment's end index and the one after it (not boundaries:
+the search is bounded above by the end index).
 """
 
 from __future__ import annotations
 
+from openbinlog import HEADER_SIZE
+from openbinlog._crc import masked_crc32c
+
 from .bases import basic_log, several_segments_log
-from .builder import T0, LogBuilder, RecordFact, seeded_bytes
+from .builder import FRAME_DATA, T0, LogBuilder, RecordFact, seeded_bytes
 from .catalog import Catalog
 from .catalog_damage import RECORD_CHECKS, SEG1
 from .catalog_tolerant import assert_resumes_at
-from .model import Json, accept, error, records, reject
+from .model import RETIRED_BY_2_0_2, Json, accept, error, records, reject
 
 SPLIT = ["R-15", "R-27"]
 U64_MAX = 2**64 - 1
@@ -118,6 +127,7 @@ def add(cat: Catalog) -> None:
     )
     _damage_around_splits(cat)
     _segments_without_boundaries(cat)
+    _records_inside_payloads(cat)
 
 
 def _damage_around_splits(cat: Catalog) -> None:
@@ -196,7 +206,16 @@ def _damage_around_splits(cat: Catalog) -> None:
 def _segments_without_boundaries(cat: Catalog) -> None:
     """A log number without a segment file, a blank last segment, a version 1 segment."""
 
-    def split(name: str, fixture: str, log: int, expected: Json, requirements: list[str], *, why: str) -> None:
+    def split(
+        name: str,
+        fixture: str,
+        log: int,
+        expected: Json,
+        requirements: list[str],
+        *,
+        why: str,
+        until: str | None = None,
+    ) -> None:
         cat.read(
             f"must.reader.split.{name}",
             cat.fixtures[fixture],
@@ -204,6 +223,7 @@ def _segments_without_boundaries(cat: Catalog) -> None:
             [*SPLIT, *requirements],
             split=(log, 256, U64_MAX),
             description=f"split [256, 2^64 - 1) of segment {log}: {why}",
+            until=until,
         )
 
     split("missing_segment", "basic", 2, reject([], error("io_error", 2)), ["R-20"], why="no such segment file")
@@ -214,6 +234,31 @@ def _segments_without_boundaries(cat: Catalog) -> None:
         accept([]),
         ["R-7"],
         why="a blank last segment holds no record",
+        until=RETIRED_BY_2_0_2,  # 4096 zero bytes are longer than a header: not blank (suite 2.0.2)
+    )
+    split(
+        "blank_last_segment_short_zeros",
+        "blank_last_segment_short_zeros",
+        2,
+        accept([]),
+        ["R-7"],
+        why="a blank last segment (100 zero bytes) holds no record",
+    )
+    split(
+        "zeroed_last_segment",
+        "zeroed_last_segment",
+        2,
+        reject([], error("unsupported_version", 2, 4)),
+        ["R-6", "R-7"],
+        why="4096 zero bytes are longer than a header: not a blank last segment but a lost header (step 3)",
+    )
+    split(
+        "short_last_segment",
+        "short_last_segment",
+        2,
+        reject([], error("truncated", 2, 0)),
+        ["R-6", "R-7"],
+        why="100 bytes that are not all zero: not a blank last segment but a damaged header (step 1)",
     )
     split(
         "legacy_segment",
@@ -222,4 +267,145 @@ def _segments_without_boundaries(cat: Catalog) -> None:
         reject([], error("unsupported_version", 1, 4)),
         ["R-6"],
         why="version 1 records carry nothing to find a boundary by",
+    )
+
+
+def candidates(data: bytes, end: int) -> list[int]:
+    """Every position that satisfies conditions 1 to 5 of spec 10.4 with S' = ``end`` (the index aside)."""
+    found = []
+    for at in range(HEADER_SIZE, end - 39):
+        head = data[at : at + 40]
+        if head[4] != FRAME_DATA or masked_crc32c(head[:36]) != int.from_bytes(head[36:], "big"):
+            continue
+        length = int.from_bytes(head[:4], "big")
+        if length < 36 or at + 4 + length > end:
+            continue
+        if masked_crc32c(data[at + 40 : at + 4 + length]) == int.from_bytes(head[32:36], "big"):
+            found.append(at)
+    return found
+
+
+NESTED_OWN = 3  # the record whose payload ends with a record carrying its own index
+
+
+def nested_log() -> tuple[LogBuilder, RecordFact, RecordFact, RecordFact]:
+    """Six records in three commits: record 3's payload ends with a whole valid record carrying index 3,
+    record 5's with two carrying indexes 7 and 8 (7 is the active slot's next index, the segment's end index).
+
+    Returns the log and the three embedded records (with the offsets where they lie in the segment).
+    """
+    log = LogBuilder()
+    own = RecordFact(1, 0, NESTED_OWN, -1, T0 + 500, b"a record of this log inside the payload of record 3")
+    future = [
+        RecordFact(1, 0, 7, -1, T0 + 700, b"index 7: the next record this segment would get"),
+        RecordFact(1, 0, 8, -1, T0 + 800, b"index 8, after it"),
+    ]
+    sizes = {1: 40, 2: 120, 3: 60, 4: 30, 5: 80, 6: 20}
+    embedded: list[RecordFact] = []
+    for index, size in sizes.items():
+        payload = seeded_bytes(300 + index, size)
+        inner = [own] if index == NESTED_OWN else future if index == 5 else []
+        fact = log.write(payload + b"".join(record.encode() for record in inner))
+        at = fact.offset + 40 + size
+        for record in inner:
+            embedded.append(RecordFact(1, at, record.index, record.asqn, record.timestamp_us, record.payload))
+            at += record.size
+        if index % 2 == 0:
+            log.publish()
+    return log, embedded[0], embedded[1], embedded[2]
+
+
+def _records_inside_payloads(cat: Catalog) -> None:
+    """Splits around payloads that hold whole valid records of the log which the continuity check passes."""
+    log, own, future_7, future_8 = nested_log()
+    facts = log.published()
+    r1, r2, r3, r4, r5, r6 = facts
+    commit = log.last.commit.commit_offset
+    fixture = cat.fixture(
+        "records_inside_payloads",
+        "one segment of six records: record 3's payload ends with a whole valid record carrying index 3 (its"
+        " container's own index, as in a log of logs), record 5's with two carrying indexes 7 and 8 (the"
+        " active slot's next index 7 and the one after it)",
+        log.files(),
+        workload=log.trace,
+        requirements=SPLIT,
+    )
+    data = fixture.files[SEG1]
+    expected = sorted([fact.offset for fact in facts] + [own.offset, future_7.offset, future_8.offset])
+    if candidates(data, commit) != expected:
+        raise ValueError("records_inside_payloads: a valid record header lies where the catalog does not expect one")
+    cat.read(
+        "must.reader.valid.records_inside_payloads",
+        fixture,
+        accept(records(facts)),
+        ["R-9", "R-15"],
+        parser=True,
+        description="a sequential read returns the six records: records inside payloads are payload bytes",
+    )
+
+    def split(name: str, start: int, stop: int, expected: Json, *, why: str) -> None:
+        # R-40: the stop rule (ambiguous_split) concerns the splits that end inside the segment.
+        cat.read(
+            f"must.reader.split.{name}",
+            fixture,
+            expected,
+            [*SPLIT, "R-40"] if name.startswith("stop_") else SPLIT,
+            split=(1, start, stop),
+            description=f"split [{start}, {stop}) of segment 1: {why}",
+        )
+
+    before_own = r3.offset + 41
+    split(
+        "stop_before_record_of_own_index",
+        256,
+        before_own,
+        reject(records([r1, r2, r3]), error("ambiguous_split", 1, own.offset, own.index)),
+        why="t inside record 3's payload, before the whole record carrying index 3 that the payload ends with:"
+        " the search from t finds that record (index 3, and record 4 after it carries index 4), b(t) lies"
+        " inside record 3, and the walk from record 3 steps over it to record 4: ambiguous_split at b(t) with"
+        " the index stored there, after records 1 to 3 (the records of the range)",
+    )
+    split(
+        "start_before_record_of_own_index",
+        before_own,
+        U64_MAX,
+        accept(records([own, r4, r5, r6])),
+        why="the split after stop_before_record_of_own_index starts at the boundary found from its s, the record"
+        " inside record 3's payload, which a split cannot tell from a record of the segment: it returns it with"
+        " index 3, then records 4 to 6 (the split before it reports ambiguous_split, so the pair does not"
+        " silently return a record twice)",
+    )
+    inside_own = own.offset + 1
+    split(
+        "stop_inside_record_of_own_index",
+        256,
+        inside_own,
+        accept(records([r1, r2, r3])),
+        why="t one byte into the record inside record 3's payload: the search from t finds record 4, where the"
+        " walk from record 3 lands exactly: no ambiguity, records 1 to 3",
+    )
+    split(
+        "start_inside_record_of_own_index",
+        inside_own,
+        U64_MAX,
+        accept(records([r4, r5, r6])),
+        why="s one byte into the record inside record 3's payload: the split starts at record 4",
+    )
+    before_future = r5.offset + 41
+    split(
+        "stop_before_records_of_end_index",
+        256,
+        before_future,
+        accept(records([r1, r2, r3, r4, r5])),
+        why="t inside record 5's payload, before the records carrying indexes 7 and 8 it ends with: 7 is the"
+        " segment's end index (the active slot's next index), so neither is a boundary (E <= index < I_S);"
+        " the search from t finds record 6, where the walk from record 5 lands exactly",
+    )
+    split(
+        "start_before_records_of_end_index",
+        before_future,
+        U64_MAX,
+        accept(records([r6])),
+        why="s inside record 5's payload, before the records carrying indexes 7 and 8 (which pass the continuity"
+        " check with each other): they lie at or above the segment's end index 7, so the split starts at record 6",
     )

@@ -17,8 +17,9 @@ from dataclasses import replace
 from openbinlog._crc import masked_crc32c
 
 from .bases import basic_log, finished_segment_log, several_segments_log, skippable_log
-from .builder import FRAME_DATA, RecordFact, raw_record
+from .builder import FRAME_DATA, T0, LogBuilder, RecordFact, raw_record, seeded_bytes
 from .catalog import Catalog
+from .catalog_crash import lose_second_commit
 from .catalog_damage import RECORD_CHECKS, SEG1, SEG2
 from .model import Fixture, Json, accept, damage, error, implementation_defined, records, recovered, reject, tolerant
 from .mutations import Mutation
@@ -32,6 +33,7 @@ CHAIN = ["R-17", "R-18", "R-19"]
 def add(cat: Catalog) -> None:
     _record_damage(cat)
     _resume_points(cat)
+    _forged_records(cat)
     _segment_end(cat)
     _slot(cat)
     _finished_segment(cat)
@@ -273,6 +275,130 @@ def _resume_points(cat: Catalog) -> None:
         [damage("checksum_mismatch", 1, data_1.offset, 1, skipped=data_2.offset - data_1.offset, resumed=2)],
         requirements=[*RECORD_CHECKS, "R-11"],
         description=defect,
+    )
+
+
+FAR_FUTURE_INDEX = 1_000_000
+
+
+def finished_segment_long_log() -> LogBuilder:
+    """Segment 1 open with four records in two commits (payloads long enough to hold a record), segment 2 from 5."""
+    log = LogBuilder()
+    log.batch(seeded_bytes(410, 90), seeded_bytes(411, 160))
+    log.batch(seeded_bytes(412, 70), seeded_bytes(413, 50))
+    log.start_successor()
+    log.batch(b"five", b"six")
+    return log
+
+
+def _forged_records(cat: Catalog) -> None:
+    """A whole valid record inside damaged bytes whose index is at or above the segment's end index I_S is not a
+    place to resume (condition 6: E <= index < I_S): no record of the segment can carry it."""
+    r1, r2, r3, r4, r5 = basic_log().published()
+    basic = cat.fixtures["basic"]
+    forged = RecordFact(1, 0, FAR_FUTURE_INDEX, -1, T0, b"a record from far in the future")
+    forged = replace(forged, offset=r3.end - forged.size)
+    defect = (
+        f"a whole valid record carrying index {FAR_FUTURE_INDEX} written over the end of record 3's payload (record 3"
+        " fails its payload checksum); the active slot's next index, the segment's end index, is 6"
+    )
+    future = cat.derive(
+        "forged_future_record",
+        basic,
+        Mutation().write(SEG1, forged.offset, forged.encode()),
+        defect,
+        defect=defect,
+        faults=["T12"],
+        requirements=RECORD_CHECKS,
+    )
+    assert_resumes_at(future.files[SEG1], r3.offset, r4.offset, valid=(forged.offset,))
+    _case(
+        cat,
+        "forged_future_record",
+        future,
+        accept(records([r1, r2, r4, r5])),
+        [damage("checksum_mismatch", 1, r3.offset, r3.index, skipped=r4.offset - r3.offset, resumed=r4.index)],
+        requirements=RECORD_CHECKS,
+        description=f"{defect}: the record at index {FAR_FUTURE_INDEX} lies at or above the end index and is not"
+        " a place to resume; reading resumes at record 4",
+    )
+
+    log = finished_segment_long_log()
+    f1, f2, f3, f4, f5, f6 = log.published()
+    base = cat.fixture(
+        "finished_segment_long_records",
+        "segment 1 open (never sealed) with four records in two commits, segment 2 from index 5 with two:"
+        " segment 1 is finished",
+        log.files(),
+        workload=log.trace,
+        faults=["T13"],
+    )
+    cat.read(
+        "must.reader.crash.finished_segment_long_records",
+        base,
+        accept(records(log.published())),
+        ["R-16"],
+        parser=True,
+    )
+    copy = replace(f5, log=1, offset=f2.end - f5.size)  # segment 2's first record, byte for byte
+    defect = (
+        "a copy of segment 2's first record (index 5, segment 2's base index) written over the end of record 2's"
+        " payload in finished segment 1 (a misdirected write; record 2 fails its payload checksum)"
+    )
+    successor_copy = cat.derive(
+        "forged_successor_record",
+        base,
+        Mutation().write(SEG1, copy.offset, copy.encode()),
+        defect,
+        defect=defect,
+        faults=["T12"],
+        requirements=RECORD_CHECKS,
+    )
+    assert_resumes_at(successor_copy.files[SEG1], f2.offset, f3.offset, valid=(copy.offset,))
+    resumed_at_3 = damage("checksum_mismatch", 1, f2.offset, f2.index, skipped=f3.offset - f2.offset, resumed=3)
+    _case(
+        cat,
+        "forged_successor_record",
+        successor_copy,
+        accept(records([f1, f3, f4, f5, f6])),
+        [resumed_at_3],
+        requirements=[*RECORD_CHECKS, "R-16"],
+        description=f"{defect}: segment 1's end index is 5, so the copy is not a place to resume; reading resumes"
+        " at record 3 and record 5 is read once, from segment 2",
+    )
+
+    commit = f3.offset  # after the lost publication, the commit point follows record 2 (next index 3)
+    defect = defect.replace("in finished segment 1", "in finished segment 1, whose last publication was lost")
+    lost = cat.derive(
+        "forged_successor_record_lost_publication",
+        base,
+        lose_second_commit().write(SEG1, copy.offset, copy.encode()),
+        "segment 1's last publication (records 3 and 4) was lost, so its active slot's next index is 3; and " + defect,
+        defect=defect,
+        faults=["T13", "T8", "T12"],
+        requirements=RECORD_CHECKS,
+    )
+    assert_resumes_at(lost.files[SEG1], f2.offset, f3.offset, valid=(copy.offset,))
+    cat.read(
+        "must.reader.tolerant.forged_successor_record_lost_publication",
+        lost,
+        implementation_defined(
+            "finished_segment_end",
+            tail_walk=tolerant(accept(records([f1, f3, f4, f5, f6])), [resumed_at_3]),
+            commit_point=tolerant(
+                accept(records([f1, f5, f6])),
+                [
+                    damage("checksum_mismatch", 1, f2.offset, f2.index, skipped=commit - f2.offset, resumed=None),
+                    damage("chain_broken", 2, 0, f2.index, skipped=0, resumed=f5.index),
+                ],
+            ),
+        ),
+        [*TOLERANT, *RECORD_CHECKS, "R-16"],
+        tolerant=True,
+        description="tolerant read: segment 1 is finished and unsealed; its end index is where the tail walk of"
+        " section 8.4 stops (5, segment 2's base index), not its slot's next index (3): the copy of record 5"
+        " inside record 2 is not a place to resume, record 3 (beyond the commit point) is (a reader whose"
+        " segment end is the commit point finds nothing before it and reports the chain broken)",
     )
 
 

@@ -104,8 +104,16 @@ def twin(fixture: Fixture, cases: list[Case]) -> Json:
         "workload": fixture.workload,
         "derived_from": fixture.derived_from,
         "mutation": None if fixture.mutation is None else fixture.mutation.ops,
-        "cases": [{"id": case.id, "operation": case.operation, "expected": case.expected} for case in cases],
+        "cases": [_twin_case(case) for case in cases],
     }
+
+
+def _twin_case(case: Case) -> Json:
+    """A case as the fixture's twin lists it; a retired case says from which spec version it no longer holds."""
+    entry: Json = {"id": case.id}
+    if case.until is not None:
+        entry["until"] = case.until
+    return {**entry, "operation": case.operation, "expected": case.expected}
 
 
 def summary(expected: Json) -> str:
@@ -160,7 +168,8 @@ def readme(cat: Catalog) -> str:
         name = "(write)" if fixture is None else f"[`{fixture.id}`]({fixture.id}.json)"
         state = case.defect or case.description
         faults = " ".join(sorted(set(case.faults), key=_fault_key))
-        lines.append(f"| `{case.id}` | {name} | {faults} | {_cell(state)} | {_cell(summary(case.expected))} |")
+        expected = summary(case.expected) if case.until is None else f"(until {case.until}) {summary(case.expected)}"
+        lines.append(f"| `{case.id}` | {name} | {faults} | {_cell(state)} | {_cell(expected)} |")
     return "\n".join(lines) + "\n"
 
 

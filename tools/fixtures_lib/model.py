@@ -24,6 +24,10 @@ Json = dict[str, Any]
 # Payloads above this size are compared by hash in expectations (the manifest stays small).
 INLINE_PAYLOAD_LIMIT = 4096
 
+# The ``until`` of a case whose expectation suite 2.0.2 corrected (issue 14: one reading procedure): it no
+# longer holds for spec 2.0 as corrected, and its corrected expectation has a new case id.
+RETIRED_BY_2_0_2 = "2.0"
+
 
 def record(fact: RecordFact, *, checked: bool = True) -> Json:
     """The canonical record object a reader must return for ``fact``."""

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conformance_helpers import MANIFEST, REFERENCE, XFAIL
 
 from openbinlog_conformance import Implementation, Manifest, RunResult, load, load_xfail, run
+from openbinlog_conformance.manifest import in_spec_version
+from openbinlog_conformance.vocabulary import SPEC_VERSION
 
 
 @pytest.fixture(scope="session")
 def manifest() -> Manifest:
-    return load(MANIFEST)
+    """The cases of the spec version the testees declare: retired cases (an ``until`` at or below it) left out."""
+    loaded = load(MANIFEST)
+    return replace(loaded, cases=tuple(case for case in loaded.cases if in_spec_version(case, SPEC_VERSION)))
 
 
 @pytest.fixture(scope="session")
