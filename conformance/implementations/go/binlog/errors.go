@@ -22,6 +22,10 @@ const (
 	ClassChainBroken        Class = "chain_broken"
 	ClassInvalidRef         Class = "invalid_ref"
 	ClassIOError            Class = "io_error"
+	// ClassAmbiguousSplit: the end of a split cannot be resolved from the
+	// bytes, because the boundary found from its stop offset lies inside a
+	// record the walk walked over (section 10.5, decision D3). Kind: usage.
+	ClassAmbiguousSplit Class = "ambiguous_split"
 )
 
 // Error is a typed failure: its class and, where known, the segment's log

@@ -237,9 +237,12 @@ func SelectSlot(slots []byte, logNumber uint32, baseIndex uint64) (Slot, error) 
 	return active, nil
 }
 
-// IsBlank reports whether a segment whose first bytes are b (up to 256) and
-// whose file holds fileSize bytes can be blank (section 3.5); a file longer
-// than its header is blank only if the rest is zero too (segmentFile.blank).
-func IsBlank(b []byte, fileSize int64) bool {
-	return fileSize < HeaderSize || allZero(b[:HeaderSize])
+// IsBlank reports whether a segment file that holds exactly the bytes b is
+// blank (section 3.5): at most 256 bytes, every one of them zero; a file of
+// length 0 is blank. Nothing else is: a short file holding a non-zero byte
+// fails its header check with truncated at offset 0, and a file longer than
+// 256 bytes whose first 256 are zero with unsupported_version at offset 4
+// (it lost a header that was durable, with whatever followed it).
+func IsBlank(b []byte) bool {
+	return len(b) <= HeaderSize && allZero(b)
 }

@@ -149,3 +149,31 @@ func fmtp(p *uint64) any {
 	}
 	return *p
 }
+
+// legacySegment returns a version 1 segment n (Appendix B.1) holding
+// records with the given data, open (status 0, next log number 0) or
+// closed by a cutover (status 1, next log number n+1).
+func legacySegment(n uint32, closed bool, data ...string) []byte {
+	b := make([]byte, HeaderSize)
+	be.PutUint32(b[0:], LegacyMagic)
+	be.PutUint16(b[4:], Version1)
+	be.PutUint32(b[16:], n)
+	b = b[:LegacyFirstRecord]
+	for _, d := range data {
+		b = be.AppendUint32(b, uint32(len(d)))
+		b = append(b, d...)
+	}
+	if len(b) < HeaderSize {
+		b = b[:HeaderSize]
+	}
+	end := uint64(LegacyFirstRecord)
+	for _, d := range data {
+		end += 4 + uint64(len(d))
+	}
+	be.PutUint64(b[8:], end)
+	if closed {
+		be.PutUint16(b[6:], 1)
+		be.PutUint32(b[20:], n+1)
+	}
+	return b
+}

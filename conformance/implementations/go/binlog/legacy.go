@@ -2,9 +2,21 @@ package binlog
 
 // Legacy jPOS-EE version 1 segments (Appendix B): read, never written.
 
+// Closed reports whether a version 1 segment is closed: status 1 or a next
+// log number. Only a closed version 1 segment is finished; a successor file
+// does not finish it (Appendix B.4).
+func (h *Header) Closed() bool { return h.Status == 1 || h.NextLogNumber != 0 }
+
 // LegacyFirstRecord is where the first version 1 record starts (B.1).
 const LegacyFirstRecord = 248
 
+// LegacyMagic is the u4 at offset 0 of every version 1 segment: jPOS-EE
+// checks it on open and refuses a file without it (B.3).
+const LegacyMagic = 252
+
+// checkLegacyHeader applies steps 2 to 5 of Appendix B.3 (step 1, the
+// size, is CheckHeader's): the magic at offset 0, the log number, the
+// status and the last element position, in that order.
 func checkLegacyHeader(b []byte, logNumber uint32) (*Header, error) {
 	h := &Header{
 		Version:             Version1,
@@ -12,6 +24,9 @@ func checkLegacyHeader(b []byte, logNumber uint32) (*Header, error) {
 		Status:              be.Uint16(b[6:]),
 		LastElementPosition: be.Uint64(b[8:]),
 		NextLogNumber:       be.Uint32(b[20:]),
+	}
+	if be.Uint32(b[0:]) != LegacyMagic {
+		return nil, segmentError(ClassBadSignature, logNumber, 0, "no version 1 magic 252 at offset 0")
 	}
 	if be.Uint32(b[16:]) != logNumber {
 		return nil, segmentError(ClassBadHeader, logNumber, 16, "log number differs from the file name")

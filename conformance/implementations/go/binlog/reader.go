@@ -1,6 +1,11 @@
 package binlog
 
-import "os"
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
 
 // Torn says that the last segment holds non-zero bytes beyond its segment
 // end: a torn tail, never an error.
@@ -18,7 +23,10 @@ type ReadOptions struct {
 	OnDamage func(Damage)
 }
 
-// logView is one listing of a log directory, as a reader sees it.
+// logView is the listing of a log directory a reader works with. It lists
+// again when a segment it listed cannot be opened any more (retention, or
+// recovery removing a blank last segment, since the listing): a segment that
+// no fresh listing shows is absent (section 10.2.2, OPEN).
 type logView struct {
 	dir     string
 	nums    []uint32 // segments present, a blank last segment removed
@@ -28,35 +36,63 @@ type logView struct {
 	headers map[uint32]*Header
 }
 
+// maxListings bounds how often a reader lists the directory again because
+// the segment it must look at went away since the listing.
+const maxListings = 8
+
 func newLogView(dir string) (*logView, error) {
-	nums, err := listSegments(dir)
-	if err != nil {
+	v := &logView{dir: dir, open: map[uint32]*segmentFile{}, headers: map[uint32]*Header{}}
+	if err := v.list(); err != nil {
+		v.close()
 		return nil, err
 	}
-	v := &logView{dir: dir, open: map[uint32]*segmentFile{}, headers: map[uint32]*Header{}}
-	if len(nums) > 0 {
-		last := nums[len(nums)-1]
-		s, err := v.segment(last)
-		if err != nil {
-			v.close()
-			return nil, err
-		}
-		isBlank, err := s.blank()
-		if err != nil {
-			v.close()
-			return nil, err
-		}
-		if isBlank {
-			nums = nums[:len(nums)-1]
-			v.blank = last
-		}
-	}
-	v.nums = nums
-	v.present = map[uint32]bool{}
-	for _, n := range nums {
-		v.present[n] = true
-	}
 	return v, nil
+}
+
+// list lists the directory and determines the segments present: a blank
+// highest-numbered segment is absent. Compressed segments are listed
+// (section 2.6): opening one reports unsupported_feature.
+func (v *logView) list() error {
+	var err error
+	for i := 0; i < maxListings; i++ {
+		var nums []uint32
+		if nums, err = listSegmentNumbers(v.dir, true); err != nil {
+			return err
+		}
+		blank := uint32(0)
+		if len(nums) > 0 {
+			last := nums[len(nums)-1]
+			var s *segmentFile
+			s, err = v.openFile(last)
+			switch {
+			case isAbsent(err):
+				continue // removed since the listing: list again
+			case ClassOf(err) == ClassUnsupportedFeature:
+				// A compressed segment is not blank.
+			case err != nil:
+				return err
+			default:
+				if err = s.stat(); err != nil {
+					return err
+				}
+				isBlank, err := s.blank()
+				if err != nil {
+					return err
+				}
+				if isBlank {
+					nums = nums[:len(nums)-1]
+					blank = last
+				}
+			}
+		}
+		v.nums, v.blank = nums, blank
+		v.present = map[uint32]bool{}
+		for _, n := range nums {
+			v.present[n] = true
+		}
+		return nil
+	}
+	return err
 }
 
 func (v *logView) close() {
@@ -65,16 +101,56 @@ func (v *logView) close() {
 	}
 }
 
-func (v *logView) segment(n uint32) (*segmentFile, error) {
+// isAbsent reports whether err says that no file of a segment exists.
+func isAbsent(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
+
+// openFile opens segment n by its plain name. When only a compressed form
+// exists, it reports unsupported_feature: this reader does not decompress
+// (section 2.6). When no name of n exists, the error satisfies isAbsent.
+func (v *logView) openFile(n uint32) (*segmentFile, error) {
 	if s, ok := v.open[n]; ok {
 		return s, nil
 	}
 	s, err := openSegment(v.dir, n, os.O_RDONLY)
+	if isAbsent(err) {
+		for _, suffix := range compressedSuffixes {
+			if _, serr := os.Lstat(filepath.Join(v.dir, SegmentName(n)+suffix)); serr == nil {
+				return nil, &Error{Class: ClassUnsupportedFeature, Log: u32p(n),
+					Msg: "only a compressed form of the segment exists, and this reader reads plain segments"}
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	v.open[n] = s
 	return s, nil
+}
+
+// listed reports whether the last listing showed a file of segment n.
+func (v *logView) listed(n uint32) bool { return v.present[n] || (n != 0 && v.blank == n) }
+
+// segment opens segment n (OPEN of section 10.2.2). When no name of n
+// exists, it lists the directory again: when the fresh listing shows no
+// name of n, n is absent (the error satisfies isAbsent, and the view no
+// longer holds n); when it shows one, it tries once more, and a second
+// failure is io_error.
+func (v *logView) segment(n uint32) (*segmentFile, error) {
+	s, err := v.openFile(n)
+	if !isAbsent(err) {
+		return s, err
+	}
+	if lerr := v.list(); lerr != nil {
+		return nil, lerr
+	}
+	if !v.listed(n) {
+		return nil, err
+	}
+	if s, err = v.openFile(n); isAbsent(err) {
+		return nil, &Error{Class: ClassIOError, Log: u32p(n), Err: errors.New(err.Error()),
+			Msg: "the segment is listed but no name of it can be opened"}
+	}
+	return s, err
 }
 
 func (v *logView) header(n uint32) (*segmentFile, *Header, error) {
@@ -94,18 +170,40 @@ func (v *logView) header(n uint32) (*segmentFile, *Header, error) {
 }
 
 // finished: the successor exists and is not a blank last segment.
+// For version 2 segments only: a version 1 segment is finished only when
+// it is closed (Appendix B.4).
 func (v *logView) finished(n uint32) bool { return v.present[n+1] }
 
-func (v *logView) highest() uint32 { return v.nums[len(v.nums)-1] }
+// listedAbove reports whether the listing shows a segment numbered above
+// n, blank or not (section 10.2.2, NEXT step 4).
+func (v *logView) listedAbove(n uint32) bool {
+	return v.blank > n || (len(v.nums) > 0 && v.nums[len(v.nums)-1] > n)
+}
 
-// nextPresent is the lowest segment present above n; there must be one.
-func (v *logView) nextPresent(n uint32) uint32 {
+// nextPresent is the lowest segment present above n, if any.
+func (v *logView) nextPresent(n uint32) (uint32, bool) {
 	for _, m := range v.nums {
 		if m > n {
-			return m
+			return m, true
 		}
 	}
-	panic("binlog: no segment above the highest")
+	return 0, false
+}
+
+// start opens the lowest segment present, listing again when it went away
+// since the listing (retention): the read then starts at the new lowest.
+func (v *logView) start() (uint32, *Header, bool, error) {
+	for i := 0; ; i++ {
+		if len(v.nums) == 0 {
+			return 0, nil, false, nil
+		}
+		n := v.nums[0]
+		_, h, err := v.header(n)
+		if isAbsent(err) && i < maxListings && !v.present[n] {
+			continue
+		}
+		return n, h, err == nil, err
+	}
 }
 
 // ReadLog reads the committed records of the log in dir, calling emit for
@@ -116,9 +214,6 @@ func ReadLog(dir string, opts ReadOptions, emit func(Record) error) (*Torn, erro
 		return nil, err
 	}
 	defer v.close()
-	if len(v.nums) == 0 {
-		return nil, nil
-	}
 	var n uint32
 	var pos uint64
 	var st walkState
@@ -128,9 +223,9 @@ func ReadLog(dir string, opts ReadOptions, emit func(Record) error) (*Torn, erro
 			return nil, err
 		}
 	} else {
-		n = v.nums[0]
-		_, h, err := v.header(n)
-		if err != nil {
+		var h *Header
+		var ok bool
+		if n, h, ok, err = v.start(); err != nil || !ok {
 			return nil, err
 		}
 		pos, st = firstRecord(h), walkState{E: 1, A: NoAsqn}
@@ -143,49 +238,116 @@ func ReadLog(dir string, opts ReadOptions, emit func(Record) error) (*Torn, erro
 		if err != nil {
 			return nil, err
 		}
-		if !v.present[n+1] {
-			if n+1 > v.highest() {
-				return v.tornTail(n, end)
-			}
-			if opts.OnDamage == nil {
-				return nil, &Error{Class: ClassChainBroken, Log: u32p(n + 1), Index: u64p(st.E), Msg: "missing segment"}
-			}
-			// Step over the gap to the next present segment, from its base index (section 10.4).
-			later := v.nextPresent(n)
-			_, lh, err := v.header(later)
-			if err != nil {
-				return nil, err
-			}
-			d := Damage{Class: ClassChainBroken, Log: n + 1, Index: st.E}
-			if !lh.Legacy() {
-				st.E = lh.BaseIndex
-				d.ResumedIndex = u64p(st.E)
-			}
-			opts.OnDamage(d)
-			n, pos = later, firstRecord(lh)
-			continue
-		}
-		_, next, err := v.header(n + 1)
+		next, nh, last, err := v.step(n, h, &st, opts.OnDamage)
 		if err != nil {
 			return nil, err
 		}
-		if !h.Legacy() && !next.Legacy() && (next.LogID != h.LogID || next.BaseIndex != st.E) {
-			why := "base index differs"
-			if next.LogID != h.LogID {
-				why = "log id differs"
-			}
-			if opts.OnDamage == nil {
-				return nil, recordError(ClassChainBroken, n+1, 0, st.E, why)
-			}
-			opts.OnDamage(Damage{Class: ClassChainBroken, Log: n + 1, Offset: u64p(0), Index: st.E,
-				ResumedIndex: u64p(next.BaseIndex)})
-			st.E = next.BaseIndex
+		if last {
+			return v.tornTail(n, end)
 		}
-		if h.Legacy() && !next.Legacy() {
-			st.E = next.BaseIndex
-		}
-		n, pos = n+1, firstRecord(next)
+		n, pos = next, firstRecord(nh)
 	}
+}
+
+// step moves the walk on from segment n, whose header is h, at its end
+// (section 8.6, section 10.2 step 5, Appendix B.4): it returns the segment
+// the walk continues with, or last when the log ends at n. A segment that
+// went away since the listing is absent: the step is decided again.
+func (v *logView) step(n uint32, h *Header, st *walkState, onDamage func(Damage)) (uint32, *Header, bool, error) {
+	for i := 0; ; i++ {
+		next, nh, last, err := v.stepOnce(n, h, st, onDamage)
+		if isAbsent(err) && i < maxListings {
+			continue
+		}
+		return next, nh, last, err
+	}
+}
+
+// stepOnce is one decision of step (NEXT steps 3 and 4 of section 10.2.2).
+// It reads the successor's header, when the successor is present, before
+// it decides, and reports damage only after every header it needs has been
+// read, so that a decision taken again after a segment went away reports
+// nothing twice.
+func (v *logView) stepOnce(n uint32, h *Header, st *walkState, onDamage func(Damage)) (uint32, *Header, bool, error) {
+	var next *Header
+	if v.present[n+1] {
+		_, nh, err := v.header(n + 1)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		next = nh
+	}
+	closedV1 := h.Legacy() && h.Closed()
+	if next == nil {
+		if !closedV1 && !v.listedAbove(n+1) {
+			return 0, nil, true, nil // the last segment: the log currently ends here
+		}
+		// A missing segment below a listed one, or the successor a
+		// closed version 1 segment always has (Appendix B.4).
+		return v.missingSuccessor(n, st, onDamage)
+	}
+	if h.Legacy() && !closedV1 {
+		// An open version 1 segment is not finished by a successor (B.4).
+		if !v.listedAbove(n+1) && next.Legacy() && !next.Closed() && next.LastElementPosition == LegacyFirstRecord {
+			// The leftover of a cutover that died: the log ends at n for now.
+			return 0, nil, true, nil
+		}
+		return v.brokenSuccessor(n, next, st, onDamage, "an open version 1 segment is followed by a segment that is not the empty, open leftover of a cutover")
+	}
+	if !h.Legacy() && !next.Legacy() && (next.LogID != h.LogID || next.BaseIndex != st.E) {
+		why := "base index differs"
+		if next.LogID != h.LogID {
+			why = "log id differs"
+		}
+		return v.brokenSuccessor(n, next, st, onDamage, why)
+	}
+	if h.Legacy() && !next.Legacy() {
+		st.E = next.BaseIndex
+	}
+	return n + 1, next, false, nil
+}
+
+// missingSuccessor reports chain_broken at the absent segment n+1, with no
+// offset and the expected index after n. A tolerant reader goes on with the
+// lowest segment present above n+1, from its base index when it is version
+// 2, numbering on when it is version 1; with none, the walk ends (BROKEN).
+func (v *logView) missingSuccessor(n uint32, st *walkState, onDamage func(Damage)) (uint32, *Header, bool, error) {
+	if onDamage == nil {
+		return 0, nil, false, &Error{Class: ClassChainBroken, Log: u32p(n + 1), Index: u64p(st.E), Msg: "missing segment"}
+	}
+	d := Damage{Class: ClassChainBroken, Log: n + 1, Index: st.E}
+	later, ok := v.nextPresent(n + 1)
+	if !ok {
+		onDamage(d)
+		return 0, nil, true, nil
+	}
+	_, lh, err := v.header(later)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	if !lh.Legacy() {
+		st.E = lh.BaseIndex
+		d.ResumedIndex = u64p(st.E)
+	}
+	onDamage(d)
+	return later, lh, false, nil
+}
+
+// brokenSuccessor reports chain_broken at the present segment n+1, whose
+// header is next, at offset 0 with the expected index after n; a tolerant
+// reader goes on with n+1 (section 10.4): from its base index when it is
+// version 2, numbering on when it is version 1.
+func (v *logView) brokenSuccessor(n uint32, next *Header, st *walkState, onDamage func(Damage), why string) (uint32, *Header, bool, error) {
+	if onDamage == nil {
+		return 0, nil, false, recordError(ClassChainBroken, n+1, 0, st.E, why)
+	}
+	d := Damage{Class: ClassChainBroken, Log: n + 1, Offset: u64p(0), Index: st.E}
+	if !next.Legacy() {
+		st.E = next.BaseIndex
+		d.ResumedIndex = u64p(st.E)
+	}
+	onDamage(d)
+	return n + 1, next, false, nil
 }
 
 func firstRecord(h *Header) uint64 {
@@ -213,32 +375,33 @@ func (v *logView) readSegment(n uint32, pos uint64, st *walkState, onDamage func
 // readVersion2Segment walks the committed records up to the segment end S
 // (section 6.1), checking at the commit point that the walk and the slot
 // agree on the next index. A tolerant walk searches for a record to
-// resume at up to min(S, F) and, when it finds none, ends the segment there
-// (section 10.4). The end of a finished segment needs its successor's
-// header, so it is computed only once the records below the commit point
-// read first have been returned, or when a search needs it.
+// resume at up to min(S, F), with an index below the end index I_S, and,
+// when it finds none, ends the segment there (section 10.4). The end of a
+// finished segment needs its successor's header, so it is computed only
+// once the records below the commit point read first have been returned,
+// or when a search needs it.
 func (v *logView) readVersion2Segment(n uint32, s *segmentFile, h *Header, pos uint64, st *walkState, onDamage func(Damage), emit func(Record) error) (uint64, error) {
-	slot, end, known := h.Active, h.Active.CommitOffset, !v.finished(n)
-	segmentEnd := func() (uint64, error) {
+	slot, sb, known := h.Active, segmentBounds{h.Active.CommitOffset, h.Active.NextIndex}, !v.finished(n)
+	bounds := func() (segmentBounds, error) {
 		if !known {
 			var err error
-			if slot, end, err = v.segmentEnd(n, s, h); err != nil {
-				return 0, err
+			if slot, sb, err = v.segmentEnd(n, s, h); err != nil {
+				return segmentBounds{}, err
 			}
 			known = true
 		}
-		return end, nil
+		return sb, nil
 	}
 	c := h.Active.CommitOffset
-	pos, lost, err := walkTolerant(s, pos, c, c, segmentEnd, st, onDamage, emit)
+	pos, lost, err := walkTolerant(s, pos, c, c, bounds, st, onDamage, emit)
 	if err != nil || lost {
 		return pos, err
 	}
-	if _, err := segmentEnd(); err != nil {
+	if _, err := bounds(); err != nil {
 		return pos, err
 	}
 	if c = slot.CommitOffset; pos < c { // the slot re-read for a finished segment has moved on
-		if pos, lost, err = walkTolerant(s, pos, c, c, segmentEnd, st, onDamage, emit); err != nil || lost {
+		if pos, lost, err = walkTolerant(s, pos, c, c, bounds, st, onDamage, emit); err != nil || lost {
 			return pos, err
 		}
 	}
@@ -247,8 +410,8 @@ func (v *logView) readVersion2Segment(n uint32, s *segmentFile, h *Header, pos u
 			return pos, err
 		}
 	}
-	if pos < end {
-		pos, _, err = walkTolerant(s, pos, end, end, segmentEnd, st, onDamage, emit)
+	if pos < sb.end {
+		pos, _, err = walkTolerant(s, pos, sb.end, sb.end, bounds, st, onDamage, emit)
 	}
 	return pos, err
 }
@@ -294,31 +457,36 @@ func readLegacySegment(s *segmentFile, h *Header, p uint64, st *walkState, onDam
 	return p, nil
 }
 
-// segmentEnd computes the end S of segment n (section 6.1) without
-// returning records, with the active slot it was computed from (re-read
-// for a finished segment, R-4). A version 1 segment has no slot.
-func (v *logView) segmentEnd(n uint32, s *segmentFile, h *Header) (Slot, uint64, error) {
+// segmentEnd computes the end S of segment n (section 6.1) and its end
+// index I_S without returning records, with the active slot they were
+// computed from (re-read for a finished segment, R-4). A version 1 segment
+// has no slot and no end index.
+func (v *logView) segmentEnd(n uint32, s *segmentFile, h *Header) (Slot, segmentBounds, error) {
 	if h.Legacy() {
-		return Slot{}, h.LastElementPosition, nil
+		return Slot{}, segmentBounds{end: h.LastElementPosition}, nil
 	}
+	unfinished := segmentBounds{h.Active.CommitOffset, h.Active.NextIndex}
 	if !v.finished(n) {
-		return h.Active, h.Active.CommitOffset, nil
+		return h.Active, unfinished, nil
 	}
 	// Finished: the successor's header first, then N's slots again (8.4).
 	_, next, err := v.header(n + 1)
+	if isAbsent(err) && !v.finished(n) {
+		return h.Active, unfinished, nil // the successor went away since the listing
+	}
 	if err != nil {
-		return Slot{}, 0, err
+		return Slot{}, segmentBounds{}, err
 	}
 	slot, err := s.activeSlot(h.BaseIndex)
 	if err != nil {
-		return Slot{}, 0, err
+		return Slot{}, segmentBounds{}, err
 	}
 	if slot.NextLogNumber != 0 || next.Legacy() {
-		return slot, slot.CommitOffset, nil
+		return slot, segmentBounds{slot.CommitOffset, slot.NextIndex}, nil
 	}
 	tr, err := walkTail(s, slot.CommitOffset, walkState{E: slot.NextIndex, A: slot.LastAsqn},
 		slot.LastTimestampUS, &next.BaseIndex)
-	return slot, tr.stop, err
+	return slot, segmentBounds{tr.stop, tr.st.E}, err
 }
 
 // resumeAfter validates ref by steps 1 to 4 of section 10.6 (B.6 for a
@@ -329,13 +497,17 @@ func (v *logView) resumeAfter(ref Ref) (uint32, uint64, walkState, error) {
 		return 0, 0, st, ref.invalid("no such segment")
 	}
 	s, h, err := v.header(ref.Log)
+	if isAbsent(err) {
+		return 0, 0, st, ref.invalid("no such segment")
+	}
 	if err != nil {
 		return 0, 0, st, err
 	}
-	_, end, err := v.segmentEnd(ref.Log, s, h)
+	_, sb, err := v.segmentEnd(ref.Log, s, h)
 	if err != nil {
 		return 0, 0, st, err
 	}
+	end := sb.end
 	asInvalid := func(err error) error {
 		if ClassOf(err) == ClassIOError {
 			return err

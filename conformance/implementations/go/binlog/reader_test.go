@@ -3,6 +3,7 @@ package binlog
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 )
@@ -296,7 +297,7 @@ func TestChainBreaksAreReported(t *testing.T) {
 }
 
 func TestBlankLastSegmentIsAbsent(t *testing.T) {
-	for name, blank := range map[string][]byte{"short": {0, 0, 1}, "zero header": make([]byte, 300), "empty file": nil} {
+	for name, blank := range map[string][]byte{"short zeros": make([]byte, 100), "header of zeros": make([]byte, 256), "empty file": nil} {
 		t.Run(name, func(t *testing.T) {
 			dir := twoSegments(t)
 			writeFile(t, segPath(dir, 3), blank)
@@ -313,6 +314,67 @@ func TestBlankLastSegmentIsAbsent(t *testing.T) {
 			t.Fatalf("%+v", out)
 		}
 	})
+}
+
+// D1: only a segment zero in every byte is blank.
+func TestShortLastSegmentWithANonZeroByteIsTruncatedNotBlank(t *testing.T) {
+	three := uint32(3)
+	for name, short := range map[string][]byte{"one byte": {1}, "100 bytes, the last non-zero": append(make([]byte, 99), 1),
+		"255 bytes of a header": readFile(t, segPath(twoSegments(t), 2))[:255]} {
+		t.Run(name, func(t *testing.T) {
+			dir := twoSegments(t)
+			writeFile(t, segPath(dir, 3), short)
+			out := readTestLog(t, dir, ReadOptions{})
+			wantError(t, out.err, ClassTruncated, &three, u64p(0), nil)
+			if len(out.records) != 3 {
+				t.Fatalf("%d records before the damaged header", len(out.records))
+			}
+		})
+	}
+	t.Run("version 1 last segment cut below 256 bytes", func(t *testing.T) {
+		dir := t.TempDir()
+		two := uint32(2)
+		writeFile(t, segPath(dir, 1), loadVectors(t)["TV-13"].data)
+		writeFile(t, segPath(dir, 2), legacySegment(2, false, "x")[:200])
+		out := readTestLog(t, dir, ReadOptions{})
+		wantError(t, out.err, ClassTruncated, &two, u64p(0), nil)
+		if len(out.records) != 3 {
+			t.Fatalf("%d records", len(out.records))
+		}
+	})
+}
+
+// D1 as committed: only a file of at most 256 bytes, all zero, is blank. A
+// zeroed file longer than a header lost a header that was durable, with
+// whatever followed it: reported, never read as an empty segment.
+func TestZeroedLastSegmentLongerThanAHeaderIsUnsupportedVersion(t *testing.T) {
+	two := uint32(2)
+	for _, size := range []int{257, 4096} {
+		dir := fixture(t)
+		writeFile(t, segPath(dir, 2), make([]byte, size))
+		out := readTestLog(t, dir, ReadOptions{})
+		wantError(t, out.err, ClassUnsupportedVersion, &two, u64p(4), nil)
+		if len(out.records) != 3 {
+			t.Fatalf("%d zero bytes: %d records", size, len(out.records))
+		}
+		wantError(t, ReadSplit(dir, 2, 256, 1<<62, func(Record) error { return nil }), ClassUnsupportedVersion, &two, u64p(4), nil)
+		wantError(t, Recover(dir), ClassUnsupportedVersion, &two, u64p(4), nil)
+		if b := readFile(t, segPath(dir, 2)); len(b) != size || !allZero(b) {
+			t.Fatalf("recovery changed segment 2")
+		}
+	}
+}
+
+// D1: a zeroed header in front of non-zero bytes is not blank, even as the last segment.
+func TestZeroedHeaderOfTheLastSegmentInFrontOfRecordsIsUnsupportedVersion(t *testing.T) {
+	dir := twoSegments(t)
+	patchFile(t, segPath(dir, 2), func(b []byte) []byte { clear(b[:HeaderSize]); return b })
+	two := uint32(2)
+	out := readTestLog(t, dir, ReadOptions{})
+	wantError(t, out.err, ClassUnsupportedVersion, &two, u64p(4), nil)
+	if len(out.records) != 2 {
+		t.Fatalf("%d records", len(out.records))
+	}
 }
 
 func TestUnknownFilesAreIgnored(t *testing.T) {
@@ -416,6 +478,13 @@ func TestLegacyRecordDamage(t *testing.T) {
 		{"status 2", func(b []byte) []byte { b[7] = 2; return b }, ClassBadHeader, 6, 0},
 		{"end below 248", func(b []byte) []byte { b[14], b[15] = 0, 0xf7; return b }, ClassBadHeader, 8, 0},
 		{"log number", func(b []byte) []byte { b[19] = 2; return b }, ClassBadHeader, 16, 0},
+		// D4: the magic 252 at offset 0 is checked right after the size.
+		{"magic 251", func(b []byte) []byte { b[3] = 251; return b }, ClassBadSignature, 0, 0},
+		{"zero magic", func(b []byte) []byte { clear(b[:4]); return b }, ClassBadSignature, 0, 0},
+		{"magic before log number, status and end", func(b []byte) []byte {
+			b[3], b[19], b[7], b[14], b[15] = 0, 9, 2, 0, 0
+			return b
+		}, ClassBadSignature, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -427,5 +496,245 @@ func TestLegacyRecordDamage(t *testing.T) {
 			}
 			wantError(t, readTestLog(t, dir, ReadOptions{}).err, c.class, &one, u64p(c.at), index)
 		})
+	}
+}
+
+// D4: a version 1 segment is finished only when it is closed.
+func TestLegacyOpenSegmentIsNotFinishedByASuccessor(t *testing.T) {
+	two := uint32(2)
+	open1 := legacySegment(1, false, "r1", "r2")
+	cases := []struct {
+		name  string
+		files map[uint32][]byte
+	}{
+		{"successor holding records", map[uint32][]byte{2: legacySegment(2, false, "r3")}},
+		{"closed, empty successor", map[uint32][]byte{2: legacySegment(2, true)}},
+		{"empty, open successor and another segment", map[uint32][]byte{2: legacySegment(2, false), 3: legacySegment(3, false)}},
+		{"version 2 successor", map[uint32][]byte{2: func() []byte {
+			seg := NewHeader{LogNumber: 2, LogID: vectorLogID, BaseIndex: 3, CreatedUS: T0, LastAsqn: NoAsqn}.Encode()
+			seg = AppendRecord(seg, 3, NoAsqn, T0, []byte("v2"))
+			publishInto(t, seg, 2, func(s *Slot) { s.CommitOffset, s.NextIndex = uint64(len(seg)), 4 })
+			return seg
+		}()}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, segPath(dir, 1), open1)
+			for n, b := range c.files {
+				writeFile(t, segPath(dir, n), b)
+			}
+			out := readTestLog(t, dir, ReadOptions{})
+			wantError(t, out.err, ClassChainBroken, &two, u64p(0), u64p(3))
+			if len(out.records) != 2 {
+				t.Fatalf("%d records", len(out.records))
+			}
+		})
+	}
+	t.Run("tolerant: the successor's records follow", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, segPath(dir, 1), open1)
+		writeFile(t, segPath(dir, 2), legacySegment(2, false, "r3"))
+		out, damage := readTolerantly(t, dir)
+		if got, want := refsOf(out.records), []Ref{{1, 248, 1}, {1, 254, 2}, {2, 248, 3}}; out.err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("records %v (%v), want %v", got, out.err, want)
+		}
+		wantDamage(t, damage, Damage{ClassChainBroken, 2, u64p(0), 3, 0, nil})
+	})
+	t.Run("successor missing, a higher segment present", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, segPath(dir, 1), open1)
+		writeFile(t, segPath(dir, 3), legacySegment(3, false))
+		wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassChainBroken, &two, nil, u64p(3))
+	})
+}
+
+// D4: the leftover of a jPOS-EE cutover that died: the log ends at the open
+// segment for now.
+func TestLegacyOpenSegmentFollowedOnlyByAnEmptyOpenSegmentEndsTheLog(t *testing.T) {
+	for name, succ := range map[string][]byte{"empty, open version 1": legacySegment(2, false), "blank": make([]byte, 256)} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, segPath(dir, 1), legacySegment(1, false, "r1", "r2"))
+			writeFile(t, segPath(dir, 2), succ)
+			out := readTestLog(t, dir, ReadOptions{})
+			if got, want := refsOf(out.records), []Ref{{1, 248, 1}, {1, 254, 2}}; out.err != nil || out.torn != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("records %v (%+v), want %v", got, out, want)
+			}
+		})
+	}
+}
+
+// D4: jPOS-EE creates the successor before it seals a segment, so a closed
+// version 1 segment without one is a broken chain, even as the last segment.
+func TestLegacyClosedSegmentWithoutSuccessorIsChainBroken(t *testing.T) {
+	two := uint32(2)
+	for name, closed := range map[string]func(b []byte){
+		"status 1":          func(b []byte) { b[20], b[21], b[22], b[23] = 0, 0, 0, 0 },
+		"next log number":   func(b []byte) { b[7] = 0 },
+		"status 1 and next": func(b []byte) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := legacySegment(1, true, "r1", "r2")
+			closed(b)
+			writeFile(t, segPath(dir, 1), b)
+			out := readTestLog(t, dir, ReadOptions{})
+			wantError(t, out.err, ClassChainBroken, &two, nil, u64p(3))
+			if len(out.records) != 2 {
+				t.Fatalf("%d records", len(out.records))
+			}
+			out, damage := readTolerantly(t, dir)
+			if out.err != nil || len(out.records) != 2 {
+				t.Fatalf("%+v", out)
+			}
+			wantDamage(t, damage, Damage{ClassChainBroken, 2, nil, 3, 0, nil})
+		})
+	}
+	t.Run("with its successor", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, segPath(dir, 1), legacySegment(1, true, "r1", "r2"))
+		writeFile(t, segPath(dir, 2), legacySegment(2, false, "r3"))
+		if out := readTestLog(t, dir, ReadOptions{}); out.err != nil || len(out.records) != 3 {
+			t.Fatalf("%+v", out)
+		}
+	})
+}
+
+// D5: a segment removed between the listing and its opening is absent by a
+// fresh listing.
+func TestReaderListsAgainWhenASegmentWentAwaySinceTheListing(t *testing.T) {
+	three := func(t *testing.T) string {
+		dir := filepath.Join(t.TempDir(), "log")
+		writeTestLog(t, dir, threeRecords, 2, 3)
+		return dir
+	}
+	t.Run("the lowest segment, by retention", func(t *testing.T) {
+		dir := three(t)
+		v, err := newLogView(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.close()
+		if err := os.Remove(segPath(dir, 1)); err != nil {
+			t.Fatal(err)
+		}
+		n, h, ok, err := v.start()
+		if err != nil || !ok || n != 2 || h.BaseIndex != 2 {
+			t.Fatalf("started at %d (%v, %v)", n, ok, err)
+		}
+	})
+	t.Run("a successor below a present segment", func(t *testing.T) {
+		dir := three(t)
+		v, err := newLogView(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.close()
+		if err := os.Remove(segPath(dir, 2)); err != nil {
+			t.Fatal(err)
+		}
+		_, h, err := v.header(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := walkState{E: 2, A: NoAsqn}
+		_, _, _, err = v.step(1, h, &st, nil)
+		two := uint32(2)
+		wantError(t, err, ClassChainBroken, &two, nil, u64p(2))
+	})
+	t.Run("a segment compressed since the listing", func(t *testing.T) {
+		dir := three(t)
+		v, err := newLogView(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.close()
+		// Compression links the compressed name, then removes the plain one.
+		if err := os.Link(segPath(dir, 2), segPath(dir, 2)+".zst"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(segPath(dir, 2)); err != nil {
+			t.Fatal(err)
+		}
+		_, h, err := v.header(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := walkState{E: 2, A: NoAsqn}
+		_, _, _, err = v.step(1, h, &st, nil)
+		two := uint32(2)
+		wantError(t, err, ClassUnsupportedFeature, &two, nil, nil)
+	})
+	t.Run("every segment", func(t *testing.T) {
+		dir := three(t)
+		v, err := newLogView(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.close()
+		for n := uint32(1); n <= 3; n++ {
+			if err := os.Remove(segPath(dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, ok, err := v.start(); ok || err != nil {
+			t.Fatalf("%v %v", ok, err)
+		}
+	})
+}
+
+// D5 (OPEN, section 2.6): a segment of which only a compressed form exists
+// is reported, not skipped: this reader does not decompress.
+func TestCompressedSegmentIsUnsupportedFeatureNotAGap(t *testing.T) {
+	for _, n := range []uint32{1, 2} {
+		dir := filepath.Join(t.TempDir(), "log")
+		writeTestLog(t, dir, threeRecords, 2, 3)
+		if err := os.Rename(segPath(dir, n), segPath(dir, n)+".gz"); err != nil {
+			t.Fatal(err)
+		}
+		out := readTestLog(t, dir, ReadOptions{})
+		wantError(t, out.err, ClassUnsupportedFeature, &n, nil, nil)
+		if len(out.records) != int(n-1) {
+			t.Fatalf("segment %d compressed: %d records", n, len(out.records))
+		}
+	}
+}
+
+// A blank last segment counts as a listed segment above a missing one: the
+// protocol created it only after the one before it had a durable header.
+func TestMissingSegmentBelowABlankLastSegmentIsChainBroken(t *testing.T) {
+	two := uint32(2)
+	t.Run("version 2", func(t *testing.T) {
+		dir := twoSegments(t)
+		if err := os.Rename(segPath(dir, 2), filepath.Join(dir, "moved")); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, segPath(dir, 3), make([]byte, 256))
+		wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassChainBroken, &two, nil, u64p(3))
+	})
+	t.Run("version 1, open, with the leftover of a cutover", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, segPath(dir, 1), legacySegment(1, false, "r1", "r2"))
+		writeFile(t, segPath(dir, 2), legacySegment(2, false))
+		writeFile(t, segPath(dir, 3), nil)
+		wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassChainBroken, &two, u64p(0), u64p(3))
+	})
+}
+
+// NEXT step 3: the successor's header is checked before the chain is
+// judged, so its damage is what is reported.
+func TestLegacyOpenSegmentWithADamagedSuccessorReportsTheSuccessorsHeader(t *testing.T) {
+	dir := t.TempDir()
+	two := uint32(2)
+	writeFile(t, segPath(dir, 1), legacySegment(1, false, "r1"))
+	bad := legacySegment(2, false, "r2")
+	bad[7] = 2 // status 2
+	writeFile(t, segPath(dir, 2), bad)
+	writeFile(t, segPath(dir, 3), legacySegment(3, false))
+	out := readTestLog(t, dir, ReadOptions{})
+	wantError(t, out.err, ClassBadHeader, &two, u64p(6), nil)
+	if len(out.records) != 1 {
+		t.Fatalf("%d records", len(out.records))
 	}
 }

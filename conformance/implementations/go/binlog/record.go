@@ -77,6 +77,16 @@ const noBound = math.MaxUint64
 // checkRecord applies steps 1 to 8 of section 4.3.1 to the record at o, with
 // segment end c (noBound in tail mode, where step 4 checks only the length).
 func checkRecord(s *segmentFile, o, c uint64, st walkState) (decoded, error) {
+	return checkRecordKeeping(s, o, c, st, true)
+}
+
+// verifyRecord is checkRecord for a record that is walked over but not
+// returned: its payload is checksummed in pieces and not kept.
+func verifyRecord(s *segmentFile, o, c uint64, st walkState) (decoded, error) {
+	return checkRecordKeeping(s, o, c, st, false)
+}
+
+func checkRecordKeeping(s *segmentFile, o, c uint64, st walkState, keep bool) (decoded, error) {
 	fail := func(cl Class, msg string) (decoded, error) {
 		return decoded{}, recordError(cl, s.log, o, st.E, msg)
 	}
@@ -103,11 +113,19 @@ func checkRecord(s *segmentFile, o, c uint64, st walkState) (decoded, error) {
 	if end > s.size {
 		return fail(ClassTruncated, "payload cut short")
 	}
-	payload, err := s.readAt(o+RecordHeaderSize, length-MinLength)
+	var payload []byte
+	var sum uint32
+	if keep {
+		if payload, err = s.readAt(o+RecordHeaderSize, length-MinLength); err == nil {
+			sum = MaskedCRC(payload)
+		}
+	} else {
+		sum, err = s.maskedCRCAt(o+RecordHeaderSize, length-MinLength)
+	}
 	if err != nil {
 		return decoded{}, err
 	}
-	if be.Uint32(h[32:]) != MaskedCRC(payload) {
+	if be.Uint32(h[32:]) != sum {
 		return fail(ClassChecksumMismatch, "payload checksum")
 	}
 	d := decoded{frame: frame, index: be.Uint64(h[8:]), asqn: int64(be.Uint64(h[16:])),
@@ -170,7 +188,7 @@ func walkTail(s *segmentFile, o uint64, st walkState, lastTS int64, successorBas
 				return res, nil
 			}
 		}
-		d, err := checkRecord(s, o, noBound, st)
+		d, err := verifyRecord(s, o, noBound, st)
 		if err != nil {
 			if c := ClassOf(err); c != ClassIOError && c != "" {
 				return res, nil // 1..8: the class of the failing step

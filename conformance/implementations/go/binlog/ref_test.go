@@ -91,6 +91,7 @@ func TestRefIntoTheAdoptedEndOfAFinishedSegmentIsValid(t *testing.T) {
 func TestLegacyRefValidatesTheRecordButNotTheIndex(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, segPath(dir, 1), loadVectors(t)["TV-13"].data)
+	writeFile(t, segPath(dir, 2), legacySegment(2, false)) // the successor a closed segment has
 	ref := Ref{1, 248, 41}
 	out := readTestLog(t, dir, ReadOptions{After: &ref})
 	if out.err != nil || len(out.records) != 2 || out.records[0].Index != 42 || out.records[1].Index != 43 {

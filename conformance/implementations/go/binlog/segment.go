@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,25 +15,40 @@ import (
 const MaxLogNumber = 99999999
 
 var (
-	segmentNameRE = regexp.MustCompile(`^[0-9]{8}\.dat$`)
-	tempNameRE    = regexp.MustCompile(`^\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp$`)
+	segmentNameRE    = regexp.MustCompile(`^[0-9]{8}\.dat$`)
+	compressedNameRE = regexp.MustCompile(`^[0-9]{8}\.dat\.(gz|zst)$`)
+	tempNameRE       = regexp.MustCompile(`^\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp$`)
 )
+
+// compressedSuffixes are the names a compressed sealed segment takes, in
+// the order a reader tries them after the plain name (section 2.6).
+var compressedSuffixes = []string{".gz", ".zst"}
 
 // SegmentName is the file name of segment n (W-1).
 func SegmentName(n uint32) string { return fmt.Sprintf("%08d.dat", n) }
 
-// listSegments returns the log numbers of the directory's segments in
-// ascending order (R-1).
-func listSegments(dir string) ([]uint32, error) {
+// listSegments returns the log numbers of the directory's plain segments
+// in ascending order (R-1).
+func listSegments(dir string) ([]uint32, error) { return listSegmentNumbers(dir, false) }
+
+// listSegmentNumbers returns the log numbers of the directory's segments in
+// ascending order, each once; with compressed, the numbers of compressed
+// segments too (NNNNNNNN.dat.gz, NNNNNNNN.dat.zst), which a reader must
+// report rather than treat the log as ending before them (section 2.6).
+func listSegmentNumbers(dir string, compressed bool) ([]uint32, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, ioError(nil, nil, err)
 	}
+	seen := map[uint32]bool{}
 	var nums []uint32
 	for _, e := range entries {
-		if segmentNameRE.MatchString(e.Name()) {
+		if segmentNameRE.MatchString(e.Name()) || (compressed && compressedNameRE.MatchString(e.Name())) {
 			n, _ := strconv.ParseUint(e.Name()[:8], 10, 32)
-			nums = append(nums, uint32(n))
+			if !seen[uint32(n)] {
+				seen[uint32(n)] = true
+				nums = append(nums, uint32(n))
+			}
 		}
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
@@ -83,6 +99,28 @@ func (s *segmentFile) readAt(off, n uint64) ([]byte, error) {
 	return b, nil
 }
 
+// maskedCRCAt returns the masked CRC32C of the n bytes at off. It reads
+// them in pieces, so that memory stays bounded whatever n is (a candidate's
+// payload in a search is checksummed whatever its length, section 10.4).
+func (s *segmentFile) maskedCRCAt(off, n uint64) (uint32, error) {
+	const chunk = 1 << 20
+	buf := make([]byte, min(n, chunk))
+	var crc uint32
+	for n > 0 {
+		b := buf[:min(n, chunk)]
+		if _, err := s.f.ReadAt(b, int64(off)); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, ioError(u32p(s.log), u64p(off), err)
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+		off += uint64(len(b))
+		n -= uint64(len(b))
+	}
+	return Mask(crc), nil
+}
+
 // headBytes returns the first min(256, size) bytes.
 func (s *segmentFile) headBytes() ([]byte, error) {
 	n := uint64(HeaderSize)
@@ -92,32 +130,20 @@ func (s *segmentFile) headBytes() ([]byte, error) {
 	return s.readAt(0, n)
 }
 
-// blank reports whether the segment is blank (section 3.5): shorter than a
-// header, or zero in every byte. A zeroed header in front of records is not
-// blank: those records must be reported, not dropped.
+// blank reports whether the segment is blank (section 3.5): at most 256
+// bytes, all zero, a file of length 0 included. A short file holding a
+// non-zero byte is not blank (truncated at 0), nor is a file longer than a
+// header (unsupported_version at 4 when its first 256 bytes are zero): what
+// they hold, or held, must be reported, not dropped.
 func (s *segmentFile) blank() (bool, error) {
+	if s.size > HeaderSize {
+		return false, nil
+	}
 	b, err := s.headBytes()
 	if err != nil {
 		return false, err
 	}
-	if !IsBlank(b, int64(s.size)) {
-		return false, nil
-	}
-	const chunk = 1 << 20
-	for at := uint64(len(b)); at < s.size; at += chunk {
-		n := s.size - at
-		if n > chunk {
-			n = chunk
-		}
-		rest, err := s.readAt(at, n)
-		if err != nil {
-			return false, err
-		}
-		if !allZero(rest) {
-			return false, nil
-		}
-	}
-	return true, nil
+	return IsBlank(b), nil
 }
 
 // header reads and checks the header (section 3.4).

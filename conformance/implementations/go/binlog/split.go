@@ -8,9 +8,14 @@ import "os"
 // It then walks on, returning nothing, up to the boundary found from stop
 // (or the segment end S when there is none), where the next split starts:
 // damage before that point is reported here, so that consecutive splits
-// either return every record exactly once or one of them fails. The checks
-// use S and the file size as a sequential reader's do; min(S, F) only bounds
-// the boundary searches.
+// either return every record exactly once or one of them fails. A walk that
+// does not land exactly on the boundary found from stop, because that
+// boundary lies inside a record it walked over (a payload holding a valid
+// record of the log with the right index), cannot resolve where the split
+// ends: it reports ambiguous_split at that boundary, with the index stored
+// there (decision D3). The checks use S and the file size as a sequential
+// reader's do; min(S, F) only bounds the boundary searches, which look for
+// an index from the base index up to below the segment's end index I_S.
 func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) error) error {
 	v, err := newLogView(dir)
 	if err != nil {
@@ -30,22 +35,22 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 	if h.Legacy() {
 		return segmentError(ClassUnsupportedVersion, log, 4, "version 1 records carry nothing to find a boundary by")
 	}
-	slot, end, err := v.segmentEnd(log, s, h)
+	slot, sb, err := v.segmentEnd(log, s, h)
 	if err != nil {
 		return err
 	}
-	bound := min(end, s.size)
-	first, ok, err := findBoundary(s, max(start, HeaderSize), bound, h.BaseIndex)
+	bound, want := min(sb.end, s.size), indexRange{h.BaseIndex, sb.endIndex}
+	first, ok, err := findBoundary(s, max(start, HeaderSize), bound, want)
 	if err != nil || !ok || stop <= first.at {
 		return err
 	}
-	until := end
-	next, ok, err := findBoundary(s, stop, bound, h.BaseIndex)
+	until := candidate{at: sb.end}
+	next, ok, err := findBoundary(s, stop, bound, want)
 	if err != nil {
 		return err
 	}
 	if ok {
-		until = next.at
+		until = next
 	}
 	st := walkState{E: first.index, A: NoAsqn}
 	o := first.at
@@ -55,10 +60,28 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 				return err
 			}
 		}
-		if o >= until {
+		if o == until.at {
 			return nil
 		}
-		d, err := checkRecord(s, o, end, st)
+		if o > until.at {
+			// The walk stepped from a record before the boundary found from
+			// stop to one after it: that boundary lies inside a record.
+			return &Error{Class: ClassAmbiguousSplit, Log: u32p(log), Offset: u64p(until.at), Index: u64p(until.index),
+				Msg: "the boundary found from the stop offset lies inside a record: split elsewhere or read the segment sequentially"}
+		}
+		// Step 4's bound is a sequential reader's: the commit point for a
+		// record that starts below it, S for one at or beyond it (the two
+		// differ only in a finished segment that is not sealed).
+		u := sb.end
+		if o < slot.CommitOffset {
+			u = slot.CommitOffset
+		}
+		var d decoded
+		if o < stop {
+			d, err = checkRecord(s, o, u, st)
+		} else {
+			d, err = verifyRecord(s, o, u, st)
+		}
 		if err != nil {
 			return err
 		}
@@ -74,19 +97,20 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 
 // findBoundary returns the first record boundary at or after start
 // (section 10.5): a position that satisfies conditions 1 to 6 of section
-// 10.4, followed either by bound (S' = min(S, F)) or by a record that passes
-// steps 1 to 6 of section 4.3.1 and carries the next index. Offset 256 is
-// always a boundary, with the segment's base index.
-func findBoundary(s *segmentFile, start, bound, baseIndex uint64) (candidate, bool, error) {
+// 10.4 with an index in want, followed either by bound (S' = min(S, F)) or
+// by a record that passes steps 1 to 6 of section 4.3.1 and carries the
+// next index. Offset 256 is always a boundary, with the segment's base
+// index (want.lo).
+func findBoundary(s *segmentFile, start, bound uint64, want indexRange) (candidate, bool, error) {
 	if start == HeaderSize {
-		return candidate{at: HeaderSize, index: baseIndex}, HeaderSize < bound, nil
+		return candidate{at: HeaderSize, index: want.lo}, HeaderSize < bound, nil
 	}
 	for from := start; ; {
-		c, ok, err := findCandidate(s, from, bound, baseIndex)
+		c, ok, err := findCandidate(s, from, bound, want)
 		if err != nil || !ok || c.end == bound {
 			return c, ok, err
 		}
-		_, err = checkRecord(s, c.end, bound, walkState{E: c.index + 1, A: NoAsqn})
+		_, err = verifyRecord(s, c.end, bound, walkState{E: c.index + 1, A: NoAsqn})
 		// Step 8 (the asqn) is not part of the continuity check.
 		if err == nil || ClassOf(err) == ClassAsqnNotIncreasing {
 			return c, true, nil

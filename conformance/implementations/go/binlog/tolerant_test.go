@@ -84,6 +84,54 @@ func TestTolerantReadSkipsARecordWhoseIndexIsBelowTheExpectedOne(t *testing.T) {
 	wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(refs[1].Offset), 2, refs[2].Offset - refs[1].Offset, u64p(3)})
 }
 
+// D2, issue case 1: no search window; a candidate's payload is read
+// whatever its size.
+func TestTolerantReadResumesAtARecordLargerThan32MiBAfterDamage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	big := bytes.Repeat([]byte("0123456789abcdef"), (33<<20)/16)
+	refs := writeTestLog(t, dir, []appendSpec{{"a", -1}, {"bb", -1}, {string(big), -1}, {"d", -1}})
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[refs[1].Offset+41] ^= 1; return b })
+	out, damage := readTolerantly(t, dir)
+	if got, want := refsOf(out.records), []Ref{refs[0], refs[2], refs[3]}; out.err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v (%v), want %v", got, out.err, want)
+	}
+	if !bytes.Equal(out.records[1].Payload, big) {
+		t.Fatal("the large record's payload differs")
+	}
+	wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(refs[1].Offset), 2, refs[2].Offset - refs[1].Offset, u64p(3)})
+}
+
+// D2, issue case 2: condition 6 is E <= index < I_S.
+func TestTolerantReadDoesNotResumeAtAForgedRecordWithAnIndexBeyondTheSegmentEnd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	forged := AppendRecord(nil, 100, NoAsqn, T0, []byte("from the future"))
+	refs := writeTestLog(t, dir, []appendSpec{{"a", -1}, {string(append([]byte("xx"), forged...)), -1}, {"c", -1}})
+	// Damage record 2's header: the forged record in its payload is whole and
+	// valid, but no record of this segment can carry index 100 (I_S = 4).
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[refs[1].Offset+20] ^= 1; return b })
+	out, damage := readTolerantly(t, dir)
+	if got, want := refsOf(out.records), []Ref{refs[0], refs[2]}; out.err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v (%v), want %v", got, out.err, want)
+	}
+	wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(refs[1].Offset), 2, refs[2].Offset - refs[1].Offset, u64p(3)})
+}
+
+// D2: I_S of a finished, unsealed segment is where the tail walk of 8.4
+// stopped: a record beyond the commit point below I_S is a resync point, a
+// forged one carrying I_S (the successor's first index) is not.
+func TestTolerantSearchInAFinishedUnsealedSegmentIsBoundedByTheTailWalksEndIndex(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	forged := AppendRecord(nil, 3, NoAsqn, T0, []byte("the successor's index"))
+	refs := writeTestLog(t, dir, []appendSpec{{string(append([]byte("xx"), forged...)), -1}, {"b", -1}, {"c", -1}}, 3)
+	unseal(t, dir, refs[1].Offset, 2, -1) // record 2 beyond the commit point; I_S = 3, the slot says 2
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[refs[0].Offset+20] ^= 1; return b })
+	out, damage := readTolerantly(t, dir)
+	if got, want := refsOf(out.records), []Ref{refs[1], refs[2]}; out.err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %v (%v), want %v", got, out.err, want)
+	}
+	wantDamage(t, damage, Damage{ClassChecksumMismatch, 1, u64p(refs[0].Offset), 1, refs[1].Offset - refs[0].Offset, u64p(2)})
+}
+
 func TestTolerantReadEndsTheSegmentAtMinOfCommitPointAndFileSize(t *testing.T) {
 	t.Run("damage in the last record", func(t *testing.T) {
 		dir := fixture(t)
@@ -216,6 +264,52 @@ func TestSplitBoundaries(t *testing.T) {
 	}
 }
 
+// D2: the split boundary search uses the same upper bound I_S.
+func TestSplitDoesNotStartAtAForgedRecordWithAnIndexBeyondTheSegmentEnd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	forged := AppendRecord(nil, 100, NoAsqn, T0, []byte("from the future"))
+	refs := writeTestLog(t, dir, []appendSpec{{"a", -1}, {"bb", -1}, {string(append([]byte("xx"), forged...)), -1}})
+	// The forged record ends where the segment ends: no continuity check
+	// applies, and only its index tells it is not a boundary.
+	if got := readSplit(t, dir, 1, refs[2].Offset+1, math.MaxUint64); len(got) != 0 {
+		t.Fatalf("%v", got)
+	}
+	if got := readSplit(t, dir, 1, 256, refs[2].Offset+1); !reflect.DeepEqual(got, refs) {
+		t.Fatalf("%v, want %v", got, refs)
+	}
+}
+
+// D3, issue case 3: one embedded record with the right index makes a false
+// boundary; the split that walks over it reports ambiguous_split.
+func TestSplitWhoseStopBoundaryLiesInsideARecordIsAmbiguous(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	// Record 3's payload ends with a valid record carrying index 3: followed
+	// by record 4, it passes the continuity check.
+	inner := AppendRecord(nil, 3, NoAsqn, T0, []byte("inner"))
+	refs := writeTestLog(t, dir, []appendSpec{{"a", -1}, {"bb", -1}, {string(append([]byte("log of logs"), inner...)), -1}, {"d", -1}, {"e", -1}})
+	innerAt := refs[3].Offset - uint64(len(inner))
+	one := uint32(1)
+	for _, stop := range []uint64{refs[2].Offset + 1, refs[2].Offset + 41, innerAt} {
+		var records []Record
+		err := ReadSplit(dir, 1, 256, stop, func(r Record) error { records = append(records, r); return nil })
+		wantError(t, err, ClassAmbiguousSplit, &one, u64p(innerAt), u64p(3))
+		if got := refsOf(records); !reflect.DeepEqual(got, refs[:3]) {
+			t.Fatalf("stop %d: records before the error %v, want %v", stop, got, refs[:3])
+		}
+	}
+	// A split that starts after the record is not affected, nor is one whose
+	// stop boundary is a real one.
+	if got := readSplit(t, dir, 1, innerAt+1, math.MaxUint64); !reflect.DeepEqual(got, refs[3:]) {
+		t.Fatalf("%v", got)
+	}
+	if got := readSplit(t, dir, 1, 256, refs[2].Offset); !reflect.DeepEqual(got, refs[:2]) {
+		t.Fatalf("%v", got)
+	}
+	if got := readSplit(t, dir, 1, 256, innerAt+1); !reflect.DeepEqual(got, refs[:3]) {
+		t.Fatalf("%v", got)
+	}
+}
+
 func TestSplitNeverReturnsARecordBeyondTheCommitPoint(t *testing.T) {
 	dir := fixture(t)
 	patchFile(t, segPath(dir, 1), func(b []byte) []byte { return AppendRecord(b, 4, NoAsqn, T0, []byte("unpublished")) })
@@ -254,7 +348,11 @@ func TestTolerantReadOfAVersion1SegmentSkipsItsRestAndGoesOn(t *testing.T) {
 	damaged[260] = 0xff // record 2's length is negative
 	writeFile(t, segPath(dir, 1), damaged)
 	writeFile(t, segPath(dir, 2), tv) // the same records again, as segment 2
-	patchFile(t, segPath(dir, 2), func(b []byte) []byte { b[19] = 2; return b })
+	patchFile(t, segPath(dir, 2), func(b []byte) []byte {
+		b[19] = 2          // log number 2
+		b[7], b[23] = 0, 0 // open: the last segment
+		return b
+	})
 	out, damage := readTolerantly(t, dir)
 	if out.err != nil || len(out.records) != 4 {
 		t.Fatalf("%+v", out)
@@ -297,10 +395,34 @@ func TestSplitReportsDamageBeforeWhereTheNextSplitStarts(t *testing.T) {
 
 func TestSplitOfABlankLastSegmentReturnsNothing(t *testing.T) {
 	dir := fixture(t)
-	writeFile(t, segPath(dir, 2), make([]byte, 4096))
+	writeFile(t, segPath(dir, 2), make([]byte, 256))
 	if got := readSplit(t, dir, 2, 256, math.MaxUint64); len(got) != 0 {
 		t.Fatalf("%v", got)
 	}
 	three := uint32(3)
 	wantError(t, ReadSplit(dir, 3, 256, math.MaxUint64, func(Record) error { return nil }), ClassIOError, &three, nil, nil)
+}
+
+// A split's checks are a sequential reader's: in a finished, unsealed
+// segment whose end S lies beyond the commit point C, a record that starts
+// below C must end at or below C (step 4's bound U).
+func TestSplitChecksARecordStartingBelowTheCommitPointAgainstIt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	inner := AppendRecord(nil, 2, NoAsqn, T0, []byte("inner"))
+	payload := append([]byte("xx"), inner...)
+	refs := writeTestLog(t, dir, []appendSpec{{"a", -1}, {string(payload), -1}, {"c", -1}}, 3)
+	innerAt := refs[1].Offset + RecordHeaderSize + 2
+	// The commit point at the record inside record 2's payload, which ends
+	// where record 2 ends: the tail walk of 8.4 goes from there over it (S
+	// beyond C, at the end of record 2).
+	unseal(t, dir, innerAt, 2, -1)
+	one := uint32(1)
+	out := readTestLog(t, dir, ReadOptions{})
+	wantError(t, out.err, ClassLengthOutOfRange, &one, u64p(refs[1].Offset), u64p(2))
+	var records []Record
+	err := ReadSplit(dir, 1, 256, math.MaxUint64, func(r Record) error { records = append(records, r); return nil })
+	wantError(t, err, ClassLengthOutOfRange, &one, u64p(refs[1].Offset), u64p(2))
+	if got := refsOf(records); !reflect.DeepEqual(got, refs[:1]) {
+		t.Fatalf("records %v", got)
+	}
 }

@@ -171,7 +171,15 @@ func TestVectorLegacySegmentReadsUnchecked(t *testing.T) {
 	tv := loadVectors(t)["TV-13"].data
 	dir := t.TempDir()
 	writeFile(t, segPath(dir, 1), tv)
+	// TV-13 is closed by a cutover: without its successor the chain is broken (B.4).
 	out := readTestLog(t, dir, ReadOptions{})
+	two := uint32(2)
+	wantError(t, out.err, ClassChainBroken, &two, nil, u64p(4))
+	if len(out.records) != 3 {
+		t.Fatalf("TV-13 alone read as %+v", out)
+	}
+	writeFile(t, segPath(dir, 2), legacySegment(2, false))
+	out = readTestLog(t, dir, ReadOptions{})
 	if out.err != nil || out.torn != nil || len(out.records) != 3 {
 		t.Fatalf("TV-13 read as %+v", out)
 	}

@@ -153,7 +153,7 @@ func TestRecoveryNeverSkipsAHoleToReachRecordsBehindIt(t *testing.T) {
 func TestRecoveryCleansTemporaryFilesAndBlankLastSegments(t *testing.T) {
 	dir := twoSegments(t)
 	writeFile(t, segPath(dir, 3), make([]byte, 256))
-	writeFile(t, segPath(dir, 4), []byte{1})
+	writeFile(t, segPath(dir, 4), []byte{0})
 	tmp := filepath.Join(dir, ".00000003.dat.0badc0de.tmp")
 	other := filepath.Join(dir, ".00000003.dat.XYZ.tmp")
 	writeFile(t, tmp, []byte("x"))
@@ -168,6 +168,18 @@ func TestRecoveryCleansTemporaryFilesAndBlankLastSegments(t *testing.T) {
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Fatalf("a file that is not a temporary file was removed: %v", err)
+	}
+}
+
+// D1: a short last segment holding a non-zero byte is not blank: recovery
+// reports it and removes nothing.
+func TestRecoveryRefusesAShortLastSegmentWithANonZeroByte(t *testing.T) {
+	dir := twoSegments(t)
+	writeFile(t, segPath(dir, 3), []byte{0, 0, 1})
+	three := uint32(3)
+	wantError(t, Recover(dir), ClassTruncated, &three, u64p(0), nil)
+	if b := readFile(t, segPath(dir, 3)); !bytes.Equal(b, []byte{0, 0, 1}) {
+		t.Fatalf("segment 3 changed: %x", b)
 	}
 }
 

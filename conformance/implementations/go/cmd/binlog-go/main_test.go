@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"binlog.example/goimpl/binlog"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (map[string]any, int) {
@@ -202,5 +205,29 @@ func TestTolerantAndSplitReadsOnTheCommandLineAndInASession(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[0], `"bytes_skipped":"42"`) || !strings.Contains(lines[1], `"records":[{"log":1,"offset":"256"`) ||
 		!strings.Contains(lines[2], classUnsupportedOperation) {
 		t.Fatalf("session replies: %q", lines)
+	}
+}
+
+// D3: a split whose stop boundary lies inside a record it walked over is a
+// reject with ambiguous_split and the records returned before it.
+func TestAmbiguousSplitIsARejectWithTheRecordsBeforeIt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	inner := binlog.AppendRecord(nil, 3, binlog.NoAsqn, 0, []byte("inner")) // record 3's own index
+	spec := `{"records": [{"payload": "61"}, {"payload": "6262"}, {"payload": "` +
+		hex.EncodeToString(append([]byte("log of logs"), inner...)) + `"}, {"payload": "64"}]}`
+	if v, code := runCLI(t, spec, "write", dir); code != 0 {
+		t.Fatalf("write: %v %d", v, code)
+	}
+	v, code := runCLI(t, "", "read", dir, "--split", "1:256:340")
+	want := map[string]any{"class": "ambiguous_split", "log": 1.0, "offset": "390", "index": "3"}
+	if got, _ := v["error"].(map[string]any); code != exitReject || v["outcome"] != "reject" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("split: %v %d, want error %v", v, code, want)
+	}
+	var offsets []any
+	for _, r := range v["records"].([]any) {
+		offsets = append(offsets, r.(map[string]any)["offset"])
+	}
+	if !reflect.DeepEqual(offsets, []any{"256", "297", "339"}) {
+		t.Fatalf("records before the error at %v", offsets)
 	}
 }
