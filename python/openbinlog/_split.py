@@ -9,7 +9,7 @@ from ._records import Entry
 from ._segment import LegacyHeaderInfo
 from ._segment_file import LocalDirectory
 from .errors import NotALogError, UnsupportedVersionError
-from .walk import SegmentWalk, end_in, is_blank, split_range
+from .walk import SegmentWalk, end_in, is_blank, is_last, split_range
 
 
 def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: int) -> Iterator[Entry]:
@@ -28,7 +28,7 @@ def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: in
     if segment is None:
         raise NotALogError(f"segment {log} does not exist", path=path, log=log)
     with segment:
-        if is_blank(segment) and max(logs.segments(), default=log) <= log:
+        if is_blank(segment) and is_last(log, logs.segments()):
             return  # a blank last segment holds no records (spec 3.5)
         header = segment.header()
         if isinstance(header, LegacyHeaderInfo):

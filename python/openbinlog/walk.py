@@ -973,17 +973,20 @@ def _first_index(header: Header, expected: int) -> int:
 # -- segments of a directory -------------------------------------------------------
 
 
+def is_last(log: int, listed: Sequence[int]) -> bool:
+    """No segment numbered above ``log`` is listed: a blank segment ``log`` is a blank last segment (R-7)."""
+    return not any(number > log for number in listed)
+
+
 def present_segment(directory: Directory, log: int, present: Sequence[int] | None = None) -> SegmentSource | None:
     """Segment ``log`` opened; None when absent or a blank last segment (R-7)."""
     segment = directory.open(log)
     if segment is None:
         return None
     try:
-        if is_blank(segment):
-            listed = directory.segments() if present is None else present
-            if not listed or listed[-1] <= log:
-                segment.close()
-                return None
+        if is_blank(segment) and is_last(log, directory.segments() if present is None else present):
+            segment.close()
+            return None
     except BaseException:
         segment.close()
         raise

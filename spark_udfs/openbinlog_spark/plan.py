@@ -23,7 +23,16 @@ from openbinlog import Damage
 from openbinlog._format import HEADER_SIZE
 from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo
 from openbinlog.errors import BinlogError
-from openbinlog.walk import BytesSource, SegmentEnd, is_blank, legacy_end, next_segment, read_header, segment_end
+from openbinlog.walk import (
+    BytesSource,
+    SegmentEnd,
+    is_blank,
+    is_last,
+    legacy_end,
+    next_segment,
+    read_header,
+    segment_end,
+)
 
 from .listing import SegmentFile
 from .options import ReadOptions
@@ -195,9 +204,8 @@ def plan_log(
     keep: Callable[[SegmentFacts], bool],
 ) -> list[Item]:
     """The items of one log directory, with its chain checked by the walk's rule (spec 8.6)."""
-    highest = max(segments)
     # A blank last segment never held a record (spec 3.5, R-7).
-    present = {log: facts for log, facts in segments.items() if not (facts.blank and log == highest)}
+    present = {log: facts for log, facts in segments.items() if not (facts.blank and is_last(log, list(segments)))}
     logs = sorted(present)
     if any(isinstance(facts.header, LegacyHeaderInfo) for facts in present.values()):
         legacy = all(isinstance(facts.header, LegacyHeaderInfo) for facts in present.values())

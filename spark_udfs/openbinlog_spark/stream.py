@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from openbinlog import Damage
 from openbinlog._format import HEADER_SIZE
 from openbinlog.errors import UnsupportedVersionError
-from openbinlog.walk import next_segment
+from openbinlog.walk import is_last, next_segment
 
 from .execute import ItemReader
 from .listing import list_segment_files
@@ -92,9 +92,8 @@ class LogView:
                 found = read_facts(storage, segment, options)
                 if found is not None:
                     facts.setdefault(segment.log, found)
-        highest = max(facts, default=0)
         # A blank last segment never held a record (spec 3.5, R-7).
-        self.segments = {log: item for log, item in facts.items() if not (item.blank and log == highest)}
+        self.segments = {log: item for log, item in facts.items() if not (item.blank and is_last(log, list(facts)))}
         for log in sorted(self.segments):
             item = self.segments[log]
             if item.error is not None:
