@@ -49,6 +49,18 @@ def sync_directory(path: str) -> None:
         os.close(fd)
 
 
+# A file offset is a signed 64-bit number: no byte lies at or beyond it, and os.pread refuses larger integers.
+MAX_FILE_OFFSET = 2**63 - 1
+
+
+def pread(fd: int, size: int, offset: int) -> bytes:
+    """``os.pread`` for offsets and sizes taken from untrusted fields: nothing lies beyond the largest file offset."""
+    size = min(size, MAX_FILE_OFFSET - offset)
+    if size <= 0 or offset < 0:
+        return b""
+    return os.pread(fd, size, offset)
+
+
 class OsFileSystem:
     """The operating system, with writes that never stop short."""
 
@@ -70,7 +82,7 @@ class OsFileSystem:
         return os.fstat(fd).st_size
 
     def pread(self, fd: int, size: int, offset: int) -> bytes:
-        return os.pread(fd, size, offset)
+        return pread(fd, size, offset)
 
     def pwrite(self, fd: int, data: bytes, offset: int) -> None:
         written = os.pwrite(fd, data, offset)

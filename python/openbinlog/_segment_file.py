@@ -16,6 +16,7 @@ from typing import IO
 import zstandard
 
 from ._format import COMPRESSED_SUFFIXES, SEGMENT_NAME, segment_name
+from ._fs import pread
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo
 from .errors import BadHeaderError, BinlogError, BinlogIOError, NotALogError
 from .walk import READ_CHUNK, is_blank, read_commit, read_header
@@ -119,10 +120,8 @@ class SegmentFile:
         self.close()
 
     def read_at(self, offset: int, size: int) -> bytes:
-        if size <= 0:
-            return b""
         try:
-            return os.pread(self.fd, size, offset)
+            return pread(self.fd, size, offset)
         except OSError as exc:
             raise BinlogIOError(
                 f"read of {size} bytes failed: {exc.strerror}", path=self.path, log=self.log, offset=offset

@@ -622,8 +622,8 @@ class SegmentWalk:
                 entries = self._before_stop(entries)
             if entries:
                 return entries
-            if self._decoder.offset < self._limit(self._decoder.offset):
-                continue  # a split stopped short of its end: over, or an error pending
+            if not self._decoder.done:
+                continue  # a split kept none of a batch's records: walk on to its end
             if not self._at_limit():
                 if self.split is not None:
                     self.over = True

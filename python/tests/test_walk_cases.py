@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import struct
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from openbinlog import (
     AmbiguousSplitError,
     BadSignatureError,
     ChainBrokenError,
+    InvalidRefError,
     Reader,
+    Ref,
     TruncatedError,
     UnsupportedVersionError,
     Writer,
@@ -27,6 +30,7 @@ from openbinlog import (
     read_split,
     verify,
 )
+from openbinlog._crc import masked_crc32c
 from openbinlog._format import HEADER_SIZE, RECORD_HEADER_SIZE
 
 
@@ -249,3 +253,44 @@ def test_an_open_version_1_segment_followed_by_records_is_chain_broken(log_dir: 
         returned.extend(entry.payload for entry in reader)
     assert returned == [b"a"]
     assert (raised.value.log, raised.value.offset, raised.value.index) == (2, 0, 2)
+
+
+# -- found by a hostile review of the walk --------------------------------------------------
+
+
+def _publish(path: Path, *, commit_offset: int, next_index: int) -> None:
+    """Write the next commit slot generation by hand: what a writer that lost its last publication left."""
+    data = bytearray(path.read_bytes())
+    generation, *_rest, timestamp, _next_log, _crc = max(
+        (struct.unpack(">QQQqqII", bytes(data[at : at + 48])) for at in (96, 144)), key=lambda slot: slot[0]
+    )
+    raw = struct.pack(">QQQqqI", generation + 1, commit_offset, next_index, -1, timestamp, 0)
+    at = 96 if (generation + 1) % 2 == 0 else 144
+    data[at : at + 48] = raw + masked_crc32c(raw).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.spec("R-16", "R-27", "R-30")
+def test_a_split_and_a_ref_through_a_finished_segment_ending_beyond_its_commit_point_terminate(log_dir: Path) -> None:
+    # Segment 1 open while segment 2 exists, its slot behind its last record: S lies beyond C (spec 8.4).
+    with Writer(log_dir) as writer:
+        first = writer.append(b"one")
+        writer.append(b"two")
+        third = writer.append(b"three")
+        writer.cutover()
+        writer.append(b"four")
+    _publish(segment(log_dir), commit_offset=third.offset, next_index=3)
+    assert [(e.log, e.index) for e in read_split(log_dir, 1, HEADER_SIZE, 1 << 20)] == [(1, 1), (1, 2), (1, 3)]
+    with Reader(log_dir, after=first) as reader:
+        assert [(e.log, e.index) for e in reader] == [(1, 2), (1, 3), (2, 4)]
+
+
+@pytest.mark.spec("R-29")
+@pytest.mark.parametrize("offset", [2**63, 2**64 - 2])
+def test_a_ref_at_an_offset_beyond_any_file_is_invalid_ref_under_a_forged_commit_point(
+    log_dir: Path, offset: int
+) -> None:
+    _write(log_dir, [b"x" * 10, b"y" * 10])
+    _publish(segment(log_dir), commit_offset=2**64 - 1, next_index=3)
+    with pytest.raises(InvalidRefError):
+        Reader(log_dir, after=Ref(1, offset, 1))

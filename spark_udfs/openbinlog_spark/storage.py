@@ -19,6 +19,7 @@ from typing import IO, Any, cast
 import fsspec
 import zstandard
 
+from openbinlog._fs import pread
 from openbinlog.errors import BadHeaderError, BinlogIOError
 
 COMPRESSIONS = {"gz": "gzip", "zst": "zstd"}
@@ -113,10 +114,8 @@ class LocalSource(SegmentSource):
             raise _io_error(exc, path, "cannot open segment") from exc
 
     def read_at(self, offset: int, size: int) -> bytes:
-        if size <= 0:
-            return b""
         try:
-            return os.pread(self.fd, size, offset)
+            return pread(self.fd, size, offset)
         except OSError as exc:
             raise BinlogIOError(f"read of {size} bytes failed: {exc.strerror}", path=self.url, offset=offset) from exc
 
@@ -226,7 +225,7 @@ class CompressedSource(SegmentSource):
                 self._decompress(buffer, PREFIX_BYTES)
                 self._prefix = buffer.getvalue()
             return self._prefix[offset : offset + size]
-        return os.pread(self._unpacked().fileno(), size, offset)
+        return pread(self._unpacked().fileno(), size, offset)
 
     def size(self) -> int:
         self._unpacked()
