@@ -10,7 +10,7 @@ from construct import ConstructError
 from ._format import RefBinary
 from .errors import InvalidRefError
 
-_TEXT = re.compile(r"^(\d{1,10}):(\d{1,20}):(\d{1,20})$")
+_TEXT = re.compile(r"^([0-9]{1,10}):([0-9]{1,20}):([0-9]{1,20})$")  # ASCII digits only
 _U4 = 2**32
 _U8 = 2**64
 

@@ -10,6 +10,7 @@ import errno
 import gzip
 import os
 import shutil
+import stat
 import tempfile
 from typing import IO
 
@@ -44,7 +45,8 @@ def find_segment(directory: str, log: int) -> str | None:
     """The file holding segment ``log``: the plain file if present, else a compressed copy (spec 2.6)."""
     plain = os.path.join(directory, segment_name(log))
     for path in (plain, *(plain + suffix for suffix in COMPRESSED_SUFFIXES)):
-        if os.path.exists(path):
+        # lexists: a name that is listed but cannot be opened (a dangling link) is an io_error, not an absence.
+        if os.path.lexists(path):
             return path
     return None
 
@@ -74,6 +76,16 @@ def _decompressed(path: str) -> IO[bytes]:
     return spill
 
 
+def _open_regular(path: str) -> int:
+    """A read-only descriptor of the regular file at ``path``; anything else (a FIFO would block the
+    reader forever, a directory cannot be read) is an ``io_error``."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    return fd
+
+
 class SegmentFile:
     """One segment opened read-only."""
 
@@ -96,13 +108,15 @@ class SegmentFile:
                     self._spill = _decompressed(self.path)
                     self.fd = self._spill.fileno()
                 else:
-                    self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                    self.fd = _open_regular(self.path)
                 return
             except FileNotFoundError as exc:
                 if found is None:
-                    raise io_error(exc, self.path, "cannot open segment") from exc
+                    raise io_error(exc, self.path, "cannot open segment").located(log=log) from exc
             except OSError as exc:
-                raise io_error(exc, self.path, "cannot open segment") from exc
+                raise io_error(exc, self.path, "cannot open segment").located(log=log) from exc
+            except BinlogError as exc:
+                raise exc.located(log=log) from None
         raise BinlogIOError(f"segment {log} keeps vanishing while being opened", path=directory, log=log)
 
     def close(self) -> None:

@@ -49,10 +49,12 @@ from ._ref import Ref
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, active_commit, parse_header
 from .errors import (
     AmbiguousSplitError,
+    AsqnNotIncreasingError,
     BadHeaderError,
     BinlogError,
     ChainBrokenError,
     CorruptionError,
+    IndexDiscontinuityError,
     InvalidRefError,
     TruncatedError,
     UnsupportedFeatureError,
@@ -292,6 +294,7 @@ def next_entries(
     decoder stands, so the few bytes of a record cut by the previous read are
     read again rather than joined to the next read by a copy of it.
     """
+    end = min(end, source.size())  # never ask for bytes the file does not hold, whatever a length says (R-10)
     while True:
         entries = decoder.next_batch(most)
         if entries or decoder.done:
@@ -565,8 +568,15 @@ class SegmentWalk:
         self._restart(start, header.base_index if next_index is None else next_index, last_asqn)
 
     def _limit(self, offset: int) -> int:
-        """How far the record checks reach from ``offset``: C below the commit point, S from it on (spec 4.3.1)."""
-        return self.end.commit_offset if offset < self.end.commit_offset else self.end.offset
+        """How far the record checks reach from ``offset``: C below the commit point, S from it on (spec 4.3.1).
+
+        A walk standing at C stops there until it has made the check of R-39, however it arrived:
+        a batch, a verified run, a resynchronisation or a ref.
+        """
+        commit = self.end.commit_offset
+        if offset < commit or (offset == commit and self._checked_at != commit):
+            return commit
+        return self.end.offset
 
     def _restart(self, offset: int, next_index: int, last_asqn: int) -> None:
         self._decoder = RecordDecoder(
@@ -620,8 +630,8 @@ class SegmentWalk:
                 continue
             if self.split is not None:
                 entries = self._before_stop(entries)
-            if entries:
-                return entries
+            if entries or self.over:
+                return entries  # a split that landed on b(t) ends there: C beyond it is the next split's
             if not self._decoder.done:
                 continue  # a split kept none of a batch's records: walk on to its end
             if not self._at_limit():
@@ -673,8 +683,6 @@ class SegmentWalk:
                 if run.end > split.walk_to:
                     self.over = True
                     self._ambiguous(split)
-                elif run.end == split.walk_to < bound:
-                    self.over = True  # landed on b(t); at C or S, next_batch makes the check of R-39 first
             if kept:
                 return run.head(kept)  # type: ignore[return-value]  # a verifier's head is its own kind of run
         return self.next_batch()
@@ -704,6 +712,12 @@ class SegmentWalk:
             if self._pending is not None:
                 error, self._pending = self._pending, None
                 raise error
+        elif isinstance(error, IndexDiscontinuityError | AsqnNotIncreasingError):
+            # Only this split knows the index and asqn expected at b(t): the next split starts there
+            # knowing neither (spec 10.5), so a resurrected record or a gap at b(t) is this split's to report.
+            if not self.tolerant:
+                raise error
+            self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=split.walk_to_index))
         return True
 
     def _before_stop(self, entries: list[Entry]) -> list[Entry]:
@@ -733,6 +747,16 @@ class SegmentWalk:
         return kept
 
     def _ambiguous(self, split: Split) -> None:
+        """The walk stepped over b(t) (R-40). Standing at C, it makes the check of R-39 first (spec 10.2.2,
+        WALK step 2.1 before 2.2); a failure there ends the split instead."""
+        commit = self.end.commit_offset
+        if self._decoder.offset == commit and self._checked_at != commit:
+            self._checked_at = commit
+            try:
+                self._at_commit()
+            except BinlogError as disagreement:
+                self._pending = disagreement  # after the records returned before it (R-9)
+                return
         error = AmbiguousSplitError(
             f"the split boundary found at {split.walk_to} lies inside a record: a payload holds a valid record",
             path=self.path,
@@ -781,7 +805,7 @@ def split_range(
     (spec 10.5); None when no record starts in it."""
     bound = min(end.offset, source.size())
     first = find_boundary(source, start, bound, low=header.base_index, high=end.index)
-    if first is None or first[0] >= stop or first[0] >= end.offset:
+    if first is None or first[0] >= stop:
         return None
     following = find_boundary(source, stop, bound, low=header.base_index, high=end.index) if stop < bound else None
     split = Split(stop, end.offset) if following is None else Split(stop, following[0], walk_to_index=following[1])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import struct
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,8 +19,12 @@ from logtools import legacy_segment, segment
 
 from openbinlog import (
     AmbiguousSplitError,
+    AsqnNotIncreasingError,
+    BadHeaderError,
     BadSignatureError,
+    BinlogIOError,
     ChainBrokenError,
+    IndexDiscontinuityError,
     InvalidRefError,
     Reader,
     Ref,
@@ -294,3 +299,102 @@ def test_a_ref_at_an_offset_beyond_any_file_is_invalid_ref_under_a_forged_commit
     _publish(segment(log_dir), commit_offset=2**64 - 1, next_index=3)
     with pytest.raises(InvalidRefError):
         Reader(log_dir, after=Ref(1, offset, 1))
+
+
+def _raw_segment(directory: Path, records: list[bytes], *, next_index: int) -> None:
+    """Segment 1 holding ``records`` as they are (what a correct writer never writes), committed to their end."""
+    with Writer(directory) as writer:
+        writer.append(b"placeholder")
+    path = segment(directory)
+    body = b"".join(records)
+    path.write_bytes(path.read_bytes()[:HEADER_SIZE] + body)
+    _publish(path, commit_offset=HEADER_SIZE + len(body), next_index=next_index)
+
+
+@pytest.mark.spec("R-27")
+@pytest.mark.parametrize(
+    ("records", "error", "index"),
+    [
+        pytest.param([(1, -1), (2, -1), (2, -1), (3, -1)], IndexDiscontinuityError, 3, id="resurrected record"),
+        pytest.param([(1, -1), (2, -1), (4, -1), (5, -1)], IndexDiscontinuityError, 3, id="lost record"),
+        pytest.param([(1, 10), (2, 5), (3, -1)], AsqnNotIncreasingError, 2, id="asqn going back"),
+    ],
+)
+def test_a_split_ending_at_a_record_that_breaks_the_walk_reports_it(
+    log_dir: Path, records: list[tuple[int, int]], error: type[Exception], index: int
+) -> None:
+    encoded = [encode_record(n, b"r%d" % n, asqn=asqn, timestamp_us=1) for n, asqn in records]
+    _raw_segment(log_dir, encoded, next_index=records[-1][0] + 1)
+    boundary = HEADER_SIZE + sum(len(record) for record in encoded[: index - 1])
+    returned: list[int] = []
+    with pytest.raises(error) as raised:
+        returned.extend(entry.index for entry in read_split(log_dir, 1, HEADER_SIZE, boundary))
+    assert returned == [n for n, _ in records[: index - 1]]
+    assert raised.value.offset == boundary
+    with pytest.raises(error):  # the sequential reader reports the same damage
+        list(Reader(log_dir))
+
+
+@pytest.mark.spec("R-20")
+def test_a_listed_segment_that_cannot_be_opened_is_io_error_not_an_empty_log(log_dir: Path) -> None:
+    _three_segments(log_dir)
+    first = segment(log_dir, 1)
+    first.rename(log_dir / "moved-away")
+    first.symlink_to(log_dir / "nowhere")  # listed, but every open fails with ENOENT
+    with pytest.raises(BinlogIOError) as raised, Reader(log_dir) as reader:
+        list(reader)
+    assert raised.value.log == 1
+
+
+@pytest.mark.spec("R-10")
+def test_a_forged_length_under_a_commit_point_beyond_the_file_allocates_nothing_like_it(log_dir: Path) -> None:
+    _raw_segment(log_dir, [encode_record(1, b"x" * 20, timestamp_us=1)], next_index=2)
+    path = segment(log_dir)
+    data = bytearray(path.read_bytes())
+    forged = bytearray(encode_record(1, b"", timestamp_us=1))
+    forged[:4] = (2**31 - 1).to_bytes(4, "big")
+    forged[36:40] = masked_crc32c(bytes(forged[:36])).to_bytes(4, "big")  # a valid header checksum
+    path.write_bytes(bytes(data[:HEADER_SIZE]) + bytes(forged) + bytes(20))
+    _publish(path, commit_offset=2**40, next_index=2)
+    tracemalloc.start()
+    try:
+        with pytest.raises(TruncatedError), Reader(log_dir) as reader:
+            list(reader)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+@pytest.mark.spec("R-27", "R-39")
+def test_a_split_that_ends_at_its_boundary_leaves_the_check_at_the_commit_point_to_the_next(log_dir: Path) -> None:
+    offsets = _write(log_dir, [b"r%d" % n for n in range(300)])
+    _publish(segment(log_dir), commit_offset=os.path.getsize(segment(log_dir)), next_index=400)  # R-39 fails at C
+    # A stop whose boundary starts a later batch of the decoder: the walk reads on past it, the split does not.
+    assert [e.index for e in read_split(log_dir, 1, HEADER_SIZE, offsets[256])] == list(range(1, 257))
+    with pytest.raises(BadHeaderError):
+        list(read_split(log_dir, 1, offsets[256], 1 << 20))
+
+
+@pytest.mark.spec("R-39")
+def test_a_split_of_an_empty_segment_makes_the_check_at_its_commit_point(log_dir: Path) -> None:
+    with Writer(log_dir):
+        pass
+    _publish(segment(log_dir), commit_offset=HEADER_SIZE, next_index=3)
+    with pytest.raises(BadHeaderError):
+        list(read_split(log_dir, 1, HEADER_SIZE, 1 << 20))
+
+
+@pytest.mark.spec("R-28")
+@pytest.mark.parametrize("text", ["\u0661:256:1", "\uff11:256:1"])
+def test_a_ref_written_with_digits_other_than_ascii_is_invalid(text: str) -> None:
+    with pytest.raises(InvalidRefError):
+        Ref.parse(text)
+
+
+@pytest.mark.spec("R-20")
+def test_a_fifo_named_as_a_segment_is_io_error_not_a_hang(log_dir: Path) -> None:
+    log_dir.mkdir()
+    os.mkfifo(segment(log_dir))
+    with pytest.raises(BinlogIOError), Reader(log_dir) as reader:
+        list(reader)

@@ -7,12 +7,20 @@ any state, on valid and damaged bytes alike. No Spark session is needed.
 
 from __future__ import annotations
 
+import struct
+from pathlib import Path
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import log_records, log_tails, record_damages
 from test_native import FIRST, LOG, START, render
 
-from openbinlog import NO_ASQN, RecordDecoder
+from openbinlog import NO_ASQN, BadHeaderError, RecordDecoder, Writer, encode_record
+from openbinlog._crc import masked_crc32c
+from openbinlog._segment import SegmentHeaderInfo
+from openbinlog._segment_file import LocalDirectory
+from openbinlog.walk import SegmentWalk, end_in
 from openbinlog_spark.walk import ARROW_RUNS
 
 
@@ -55,3 +63,32 @@ def test_arrow_runs_accept_exactly_what_the_reference_loop_accepts(
     assert (run.end, run.next_index) == (end, expected[-1][1] + 1)
     present = [asqn for asqn in (int(h["asqn"]) for h in run.headers) if asqn != NO_ASQN]
     assert run.last_asqn(last_asqn) == max([last_asqn, *present])
+
+
+@pytest.mark.spec("R-39")
+def test_the_vectorised_walk_checks_r39_at_a_commit_point_below_the_segment_end(tmp_path: Path) -> None:
+    # Segment 1 finished but not sealed, its slot at C saying next index 4 where the records below C end at 3:
+    # a verified run that ends exactly at C must not carry the walk past it without the check.
+    directory = tmp_path / "log"
+    with Writer(directory) as writer:
+        for payload in (b"one", b"two", b"three"):
+            writer.append(payload)
+        writer.cutover()
+    path = directory / "00000001.dat"
+    data = bytearray(path.read_bytes())
+    generation = max(int.from_bytes(data[at : at + 8], "big") for at in (96, 144))
+    commit = len(data) - len(encode_record(3, b"three", timestamp_us=0))
+    raw = struct.pack(">QQQqqI", generation + 1, commit, 4, -1, 0, 0)
+    at = 96 if (generation + 1) % 2 == 0 else 144
+    data[at : at + 48] = raw + masked_crc32c(raw).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+    logs = LocalDirectory(str(directory))
+    segment = logs.open(1)
+    assert segment is not None
+    header = segment.header()
+    assert isinstance(header, SegmentHeaderInfo)
+    walk = SegmentWalk(segment, path=segment.path, header=header, end=end_in(logs, segment, header, logs.segments()))
+    with pytest.raises(BadHeaderError):
+        while len(walk.next_run(ARROW_RUNS, chunk=1 << 20)):
+            pass
+    segment.close()
