@@ -15,15 +15,18 @@ the search is bounded above by the end index).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from openbinlog import HEADER_SIZE
 from openbinlog._crc import masked_crc32c
 
 from .bases import basic_log, several_segments_log
-from .builder import FRAME_DATA, T0, LogBuilder, RecordFact, seeded_bytes
+from .builder import FRAME_DATA, T0, LogBuilder, RecordFact, seeded_bytes, slot_bytes
 from .catalog import Catalog
 from .catalog_damage import RECORD_CHECKS, SEG1
 from .catalog_tolerant import assert_resumes_at
-from .model import RETIRED_BY_2_0_2, Json, accept, error, records, reject
+from .model import RETIRED_BY_2_0_2, Fixture, Json, accept, error, records, reject
+from .mutations import Mutation
 
 SPLIT = ["R-15", "R-27"]
 U64_MAX = 2**64 - 1
@@ -126,6 +129,7 @@ def add(cat: Catalog) -> None:
         description="the whole of sealed segment 2 of three: its records, with indexes from its base index",
     )
     _damage_around_splits(cat)
+    _continuity_at_stop_boundary(cat)
     _segments_without_boundaries(cat)
     _records_inside_payloads(cat)
 
@@ -200,6 +204,199 @@ def _damage_around_splits(cat: Catalog) -> None:
         reject(records([r1, r2, r3, r4, r5]), error("bad_header", 1, 96, r5.index + 1)),
         why="the split walks up to the commit point, where its expected index (6) and the slot's next index (7)"
         " disagree (R-39)",
+    )
+
+
+def continuity_log() -> LogBuilder:
+    """Four records in two commits: record 1 with asqn 10, record 2 with asqn 12, records 3 and 4 without."""
+    log = LogBuilder()
+    log.batch((b"one", 10), (b"two", 12))
+    log.batch(b"three", b"four")
+    return log
+
+
+def _continuity_at_stop_boundary(cat: Catalog) -> None:
+    """A split that lands on b(t) checks the record there by steps 7 and 8 of 4.3.1 (spec 10.5).
+
+    The next split starts at b(t) with E := the index stored there and A := -1:
+    it cannot see a resurrected record, a missing one or an asqn going back
+    exactly at b(t). Only the split ending there knows the walk's E and A: it
+    reports the break at b(t), after the records it returned.
+    """
+    log = continuity_log()
+    r1, r2, r3, r4 = log.published()
+    commit = log.last.commit
+    slot_at, _ = slot_bytes(commit)
+    base = cat.fixture(
+        "split_continuity",
+        "one segment of four records in two commits: record 1 with asqn 10, record 2 with asqn 12, records 3 and 4"
+        " without an asqn",
+        log.files(),
+        workload=log.trace,
+        requirements=SPLIT,
+    )
+
+    def slot(**changes: int) -> bytes:
+        return slot_bytes(replace(commit, **changes))[1]
+
+    def damaged(id: str, mutation: Mutation, defect: str, seq: Json, faults: list[str] | None = None) -> Fixture:
+        fixture = cat.derive(id, base, mutation, defect, defect=defect, faults=faults, requirements=SPLIT)
+        cat.read(f"must.reader.record.{id}", fixture, seq, RECORD_CHECKS, description=f"{defect}: a sequential read")
+        return fixture
+
+    def split(
+        name: str, fixture: Fixture, start: int, stop: int, expected: Json, *, why: str, checks: bool = True
+    ) -> None:
+        cat.read(
+            f"must.reader.split.{name}",
+            fixture,
+            expected,
+            [*SPLIT, *RECORD_CHECKS] if checks else SPLIT,
+            split=(1, start, stop),
+            description=f"split [{start}, {stop}) of segment 1: {why}",
+        )
+
+    # The control: every record at b(t) continues the walk.
+    for name, fact, why in (
+        ("stop_at_record_continuing_asqn", r2, "b(t) = t = record 2, index 2 and asqn 12 above record 1's 10"),
+        ("stop_at_record_without_asqn", r3, "b(t) = t = record 3, index 3 and no asqn after record 2's 12"),
+    ):
+        before = [other for other in (r1, r2, r3, r4) if other.offset < fact.offset]
+        split(
+            name,
+            base,
+            HEADER_SIZE,
+            fact.offset,
+            accept(records(before)),
+            why=f"{why}: the record at b(t) passes steps 7 and 8 of 4.3.1 against the walk, the split accepts",
+        )
+    split(
+        "stop_in_record_before_continuing_record",
+        base,
+        HEADER_SIZE,
+        r1.offset + 1,
+        accept(records([r1])),
+        why="t inside record 1, b(t) = record 2, which continues the walk: record 1",
+    )
+    split(
+        "start_at_record_continuing_asqn",
+        base,
+        r2.offset,
+        U64_MAX,
+        accept(records([r2, r3, r4])),
+        why="the split after stop_at_record_continuing_asqn: records 2 to 4",
+    )
+
+    # A resurrected record (fault T12): a byte copy of record 2 right after it (indexes 1, 2, 2, 3, 4).
+    copy = replace(r2, offset=r2.end)
+    moved = [replace(fact, offset=fact.offset + r2.size) for fact in (r3, r4)]
+    shifted, kept = r2.encode() + r3.encode() + r4.encode(), commit.commit_offset - r2.end
+    resurrected = damaged(
+        "split_resurrected_record",
+        Mutation()
+        .write(SEG1, r2.end, shifted[:kept])
+        .append(SEG1, shifted[kept:])
+        .write(SEG1, slot_at, slot(commit_offset=commit.commit_offset + r2.size)),
+        "a byte copy of record 2 right after it, covered by the commit point (indexes 1, 2, 2, 3, 4)",
+        reject(records([r1, r2]), error("index_discontinuity", 1, copy.offset, 3)),
+        faults=["T12"],
+    )
+    split(
+        "stop_at_resurrected_record",
+        resurrected,
+        HEADER_SIZE,
+        copy.offset,
+        reject(records([r1, r2]), error("index_discontinuity", 1, copy.offset, 3)),
+        why="t at the copy of record 2, a boundary (b(t) = t): the walk expects index 3 there and finds 2, so the"
+        " split reports index_discontinuity at b(t) with index 3, after records 1 and 2 (the next split, starting"
+        " at the copy with E := 2, cannot tell)",
+    )
+    split(
+        "stop_in_record_before_resurrected_record",
+        resurrected,
+        HEADER_SIZE,
+        r2.offset + 1,
+        reject(records([r1, r2]), error("index_discontinuity", 1, copy.offset, 3)),
+        why="t inside record 2, b(t) = its copy: records 1 and 2, then index_discontinuity at the copy with index 3",
+    )
+    split(
+        "start_at_resurrected_record",
+        resurrected,
+        copy.offset,
+        U64_MAX,
+        accept(records([copy, *moved])),
+        why="the split after stop_at_resurrected_record starts at the copy of record 2 with E := 2: it returns it,"
+        " then records 3 and 4 (the split before it reports the copy, so the pair does not silently return"
+        " index 2 twice)",
+        checks=False,
+    )
+
+    # A missing record: indexes 1, 2, 4, 5 (records 3 and 4 carry the next index), slot next_index 6.
+    gap = [replace(r3, index=4), replace(r4, index=5)]
+    index_gap = damaged(
+        "split_index_gap",
+        Mutation()
+        .write(SEG1, r3.offset, b"".join(fact.encode() for fact in gap))
+        .write(SEG1, slot_at, slot(next_index=6)),
+        "index 3 missing: records 3 and 4 carry indexes 4 and 5 (checksums recomputed), the slot's next_index is 6",
+        reject(records([r1, r2]), error("index_discontinuity", 1, r3.offset, 3)),
+        faults=["T12"],
+    )
+    split(
+        "stop_at_index_gap",
+        index_gap,
+        HEADER_SIZE,
+        r3.offset,
+        reject(records([r1, r2]), error("index_discontinuity", 1, r3.offset, 3)),
+        why="t at the record carrying index 4, a boundary (b(t) = t): the walk expects index 3 there, so the split"
+        " reports index_discontinuity at b(t) with index 3, after records 1 and 2 (the next split, starting there"
+        " with E := 4, cannot tell)",
+    )
+    split(
+        "stop_in_record_before_index_gap",
+        index_gap,
+        HEADER_SIZE,
+        r2.offset + 1,
+        reject(records([r1, r2]), error("index_discontinuity", 1, r3.offset, 3)),
+        why="t inside record 2, b(t) = the record carrying index 4: records 1 and 2, then index_discontinuity at"
+        " b(t) with index 3",
+    )
+    split(
+        "start_at_index_gap",
+        index_gap,
+        r3.offset,
+        U64_MAX,
+        accept(records(gap)),
+        why="the split after stop_at_index_gap starts at the record carrying index 4 with E := 4: indexes 4 and 5",
+        checks=False,
+    )
+
+    # An asqn going back: record 2 carries asqn 5 after record 1's 10.
+    back = replace(r2, asqn=5)
+    asqn_back = damaged(
+        "split_asqn_going_back",
+        Mutation().write(SEG1, r2.offset, back.encode()).write(SEG1, slot_at, slot(last_asqn=5)),
+        "record 2 carries asqn 5 after record 1's 10 (checksums recomputed; the slot's last_asqn is 5)",
+        reject(records([r1]), error("asqn_not_increasing", 1, r2.offset, 2)),
+    )
+    split(
+        "stop_at_asqn_going_back",
+        asqn_back,
+        HEADER_SIZE,
+        r2.offset,
+        reject(records([r1]), error("asqn_not_increasing", 1, r2.offset, 2)),
+        why="t at record 2, a boundary (b(t) = t), whose asqn 5 is not above record 1's 10: the split reports"
+        " asqn_not_increasing at b(t) with record 2's index, after record 1 (the next split, starting there with"
+        " A := -1, cannot tell)",
+    )
+    split(
+        "start_at_asqn_going_back",
+        asqn_back,
+        r2.offset,
+        U64_MAX,
+        accept(records([back, r3, r4])),
+        why="the split after stop_at_asqn_going_back starts at record 2 with A := -1: records 2 to 4",
+        checks=False,
     )
 
 

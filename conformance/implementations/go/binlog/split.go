@@ -13,7 +13,11 @@ import "os"
 // boundary lies inside a record it walked over (a payload holding a valid
 // record of the log with the right index), cannot resolve where the split
 // ends: it reports ambiguous_split at that boundary, with the index stored
-// there (decision D3). The checks use S and the file size as a sequential
+// there (decision D3). A split that lands on that boundary checks the
+// record there by steps 7 and 8 of section 4.3.1 against its walk (the
+// next split, starting there, knows neither the expected index nor the
+// previous asqn) and reports index_discontinuity or asqn_not_increasing
+// there, after the records it returned. The checks use S and the file size as a sequential
 // reader's do; min(S, F) only bounds the boundary searches, which look for
 // an index from the base index up to below the segment's end index I_S.
 func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) error) error {
@@ -45,12 +49,21 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 		return err
 	}
 	until := candidate{at: sb.end}
-	next, ok, err := findBoundary(s, stop, bound, want)
+	next, found, err := findBoundary(s, stop, bound, want)
 	if err != nil {
 		return err
 	}
-	if ok {
+	if found {
 		until = next
+	}
+	// Step 4's bound is a sequential reader's: the commit point for a
+	// record that starts below it, S for one at or beyond it (the two
+	// differ only in a finished segment that is not sealed).
+	u := func(o uint64) uint64 {
+		if o < slot.CommitOffset {
+			return slot.CommitOffset
+		}
+		return sb.end
 	}
 	st := walkState{E: first.index, A: NoAsqn}
 	o := first.at
@@ -61,7 +74,10 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 			}
 		}
 		if o == until.at {
-			return nil
+			if found {
+				return checkContinuityAt(s, o, u(o), st)
+			}
+			return nil // S: nothing lies beyond
 		}
 		if o > until.at {
 			// The walk stepped from a record before the boundary found from
@@ -69,18 +85,11 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 			return &Error{Class: ClassAmbiguousSplit, Log: u32p(log), Offset: u64p(until.at), Index: u64p(until.index),
 				Msg: "the boundary found from the stop offset lies inside a record: split elsewhere or read the segment sequentially"}
 		}
-		// Step 4's bound is a sequential reader's: the commit point for a
-		// record that starts below it, S for one at or beyond it (the two
-		// differ only in a finished segment that is not sealed).
-		u := sb.end
-		if o < slot.CommitOffset {
-			u = slot.CommitOffset
-		}
 		var d decoded
 		if o < stop {
-			d, err = checkRecord(s, o, u, st)
+			d, err = checkRecord(s, o, u(o), st)
 		} else {
-			d, err = verifyRecord(s, o, u, st)
+			d, err = verifyRecord(s, o, u(o), st)
 		}
 		if err != nil {
 			return err
@@ -120,4 +129,21 @@ func findBoundary(s *segmentFile, start, bound uint64, want indexRange) (candida
 		}
 		from = c.at + 1
 	}
+}
+
+// checkContinuityAt ends a split that landed on the boundary b found from
+// its stop offset (section 10.5): the next split starts there with E := the
+// index stored at b and A := -1, so it cannot see a record at b that breaks
+// the walk's continuity (a resurrected record, a missing one, an asqn going
+// back). Only this split knows E and A there: it checks the record at b by
+// steps 7 and 8 of section 4.3.1 and reports index_discontinuity or
+// asqn_not_increasing at b. A failure of steps 1 to 6 at b stays the next
+// split's to report.
+func checkContinuityAt(s *segmentFile, b, c uint64, st walkState) error {
+	_, err := verifyRecord(s, b, c, st)
+	switch ClassOf(err) {
+	case ClassIndexDiscontinuity, ClassAsqnNotIncreasing, ClassIOError:
+		return err
+	}
+	return nil
 }

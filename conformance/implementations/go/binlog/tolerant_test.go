@@ -426,3 +426,107 @@ func TestSplitChecksARecordStartingBelowTheCommitPointAgainstIt(t *testing.T) {
 		t.Fatalf("records %v", got)
 	}
 }
+
+// craftedSegment writes a log whose only segment holds the given records
+// (encoded by hand, so that their indexes and asqns may break the rules),
+// published with commit point at their end, next_index nextIndex and
+// last_asqn lastAsqn. It returns the log and the records' offsets.
+func craftedSegment(t *testing.T, nextIndex uint64, lastAsqn int64, records ...[]byte) (string, []uint64) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "log")
+	writeTestLog(t, dir, []appendSpec{{"x", -1}})
+	var offsets []uint64
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+		b = b[:HeaderSize:HeaderSize]
+		for _, r := range records {
+			offsets = append(offsets, uint64(len(b)))
+			b = append(b, r...)
+		}
+		end := uint64(len(b))
+		publishInto(t, b, 1, func(s *Slot) { s.CommitOffset, s.NextIndex, s.LastAsqn = end, nextIndex, lastAsqn })
+		return b
+	})
+	return dir, offsets
+}
+
+// splitAt reads [256, t) then [t, end): the first split's records, the
+// second split's records (it must accept) and the first split's error.
+func splitAt(t *testing.T, dir string, at uint64) (first, second []Ref, err error) {
+	t.Helper()
+	var records []Record
+	err = ReadSplit(dir, 1, HeaderSize, at, func(r Record) error { records = append(records, r); return nil })
+	return refsOf(records), readSplit(t, dir, 1, at, math.MaxUint64), err
+}
+
+func TestSplitEndingAtAResurrectedRecordReportsIt(t *testing.T) {
+	r2 := AppendRecord(nil, 2, NoAsqn, T0, []byte("two"))
+	dir, at := craftedSegment(t, 4, NoAsqn, AppendRecord(nil, 1, NoAsqn, T0, []byte("one")), r2, r2,
+		AppendRecord(nil, 3, NoAsqn, T0, []byte("three")))
+	one := uint32(1)
+	wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassIndexDiscontinuity, &one, u64p(at[2]), u64p(3))
+	first, second, err := splitAt(t, dir, at[2])
+	wantError(t, err, ClassIndexDiscontinuity, &one, u64p(at[2]), u64p(3))
+	if want := []Ref{{1, at[0], 1}, {1, at[1], 2}}; !reflect.DeepEqual(first, want) {
+		t.Fatalf("records before the error %v, want %v", first, want)
+	}
+	// The next split cannot tell: it starts at the copy with E := 2.
+	if want := []Ref{{1, at[2], 2}, {1, at[3], 3}}; !reflect.DeepEqual(second, want) {
+		t.Fatalf("the next split returned %v, want %v", second, want)
+	}
+}
+
+func TestSplitEndingAtAnIndexGapReportsIt(t *testing.T) {
+	var recs [][]byte
+	for _, i := range []uint64{1, 2, 4, 5} {
+		recs = append(recs, AppendRecord(nil, i, NoAsqn, T0, []byte{byte(i), byte(i), byte(i)}))
+	}
+	dir, at := craftedSegment(t, 6, NoAsqn, recs...)
+	one := uint32(1)
+	wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassIndexDiscontinuity, &one, u64p(at[2]), u64p(3))
+	first, second, err := splitAt(t, dir, at[2])
+	wantError(t, err, ClassIndexDiscontinuity, &one, u64p(at[2]), u64p(3))
+	if want := []Ref{{1, at[0], 1}, {1, at[1], 2}}; !reflect.DeepEqual(first, want) {
+		t.Fatalf("records before the error %v, want %v", first, want)
+	}
+	if want := []Ref{{1, at[2], 4}, {1, at[3], 5}}; !reflect.DeepEqual(second, want) {
+		t.Fatalf("the next split returned %v, want %v", second, want)
+	}
+	// A stop inside the record before the gap lands on the same boundary.
+	first, _, err = splitAt(t, dir, at[1]+1)
+	wantError(t, err, ClassIndexDiscontinuity, &one, u64p(at[2]), u64p(3))
+	if want := []Ref{{1, at[0], 1}, {1, at[1], 2}}; !reflect.DeepEqual(first, want) {
+		t.Fatalf("records before the error %v, want %v", first, want)
+	}
+}
+
+func TestSplitEndingAtAnAsqnGoingBackReportsIt(t *testing.T) {
+	dir, at := craftedSegment(t, 4, 5, AppendRecord(nil, 1, 10, T0, []byte("a")),
+		AppendRecord(nil, 2, 5, T0, []byte("b")), AppendRecord(nil, 3, NoAsqn, T0, []byte("c")))
+	one := uint32(1)
+	wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassAsqnNotIncreasing, &one, u64p(at[1]), u64p(2))
+	first, second, err := splitAt(t, dir, at[1])
+	wantError(t, err, ClassAsqnNotIncreasing, &one, u64p(at[1]), u64p(2))
+	if want := []Ref{{1, at[0], 1}}; !reflect.DeepEqual(first, want) {
+		t.Fatalf("records before the error %v, want %v", first, want)
+	}
+	if want := []Ref{{1, at[1], 2}, {1, at[2], 3}}; !reflect.DeepEqual(second, want) {
+		t.Fatalf("the next split returned %v, want %v", second, want)
+	}
+}
+
+// The control: a record at the boundary that continues the walk (its index
+// E, its asqn above A, or none) ends the split without a report; damage of
+// steps 1 to 6 there is the next split's.
+func TestSplitEndingAtAContinuingRecordAccepts(t *testing.T) {
+	dir, at := craftedSegment(t, 4, 7, AppendRecord(nil, 1, 5, T0, []byte("a")),
+		AppendRecord(nil, 2, 7, T0, []byte("b")), AppendRecord(nil, 3, NoAsqn, T0, []byte("c")))
+	for _, stop := range []uint64{at[1], at[1] + 1, at[2]} {
+		first, second, err := splitAt(t, dir, stop)
+		if err != nil {
+			t.Fatalf("stop %d: %v", stop, err)
+		}
+		if got, want := append(first, second...), []Ref{{1, at[0], 1}, {1, at[1], 2}, {1, at[2], 3}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("stop %d: %v, want %v", stop, got, want)
+		}
+	}
+}
