@@ -294,7 +294,6 @@ def next_entries(
     decoder stands, so the few bytes of a record cut by the previous read are
     read again rather than joined to the next read by a copy of it.
     """
-    end = min(end, source.size())  # never ask for bytes the file does not hold, whatever a length says (R-10)
     while True:
         entries = decoder.next_batch(most)
         if entries or decoder.done:
@@ -305,7 +304,11 @@ def next_entries(
             decoder.end_of_input()
             continue
         start, held = decoder.offset, decoder.pending()
-        data = source.read_at(start, min(max(held + decoder.wanted(), READ_CHUNK), end - start))
+        want = min(max(held + decoder.wanted(), READ_CHUNK), end - start)
+        if want > READ_CHUNK:
+            # A long record: never ask for bytes the file does not hold, whatever its length says (R-10).
+            want = min(want, source.size() - start)
+        data = source.read_at(start, want)
         if len(data) <= held:  # nothing new: the file ends before ``end``
             end = fed
             continue
