@@ -129,6 +129,7 @@ def add(cat: Catalog) -> None:
         description="the whole of sealed segment 2 of three: its records, with indexes from its base index",
     )
     _damage_around_splits(cat)
+    _split_at_first_boundary(cat)
     _continuity_at_stop_boundary(cat)
     _segments_without_boundaries(cat)
     _records_inside_payloads(cat)
@@ -204,6 +205,98 @@ def _damage_around_splits(cat: Catalog) -> None:
         reject(records([r1, r2, r3, r4, r5]), error("bad_header", 1, 96, r5.index + 1)),
         why="the split walks up to the commit point, where its expected index (6) and the slot's next index (7)"
         " disagree (R-39)",
+    )
+
+
+def _split_at_first_boundary(cat: Catalog) -> None:
+    """b(x) = 256 for every x <= 256, whatever the segment holds there (spec 10.5 step 1).
+
+    A split from 256 therefore checks the record at 256 (RECORD step 1) even when the file was cut
+    there, and stands at the commit point at once in an empty segment (C = 256), where it makes the
+    check of R-39 (WALK step 2.1), as a sequential reader does.
+    """
+    basic = cat.fixtures["basic"]
+    commit = basic_log().last.commit
+    at, _ = slot_bytes(commit)
+
+    def damaged(id: str, mutation: Mutation, defect: str, seq: Json, group: str, requirements: list[str]) -> Fixture:
+        fixture = cat.derive(id, basic, mutation, defect, defect=defect, faults=["T11"], requirements=requirements)
+        cat.read(f"must.reader.{group}.{id}", fixture, seq, requirements, description=f"{defect}: a sequential read")
+        return fixture
+
+    def split(name: str, fixture: Fixture, start: int, expected: Json, requirements: list[str], *, why: str) -> None:
+        cat.read(
+            f"must.reader.split.{name}",
+            fixture,
+            expected,
+            [*SPLIT, *requirements],
+            split=(1, start, U64_MAX),
+            description=f"split [{start}, 2^64 - 1) of segment 1: {why}",
+        )
+
+    truncated = error("truncated", 1, HEADER_SIZE, 1)
+    cut = damaged(
+        "file_cut_at_header",
+        Mutation().truncate(SEG1, HEADER_SIZE),
+        "the file ends at 256, right after the header; the commit point is 1066",
+        reject([], truncated),
+        "record",
+        RECORD_CHECKS,
+    )
+    split(
+        "file_cut_at_header",
+        cut,
+        HEADER_SIZE,
+        reject([], truncated),
+        RECORD_CHECKS,
+        why="b(256) = 256 although no byte follows the header: the record check at 256 fails step 1 (truncated at"
+        " 256 with the base index), as for a sequential reader; a split that found no boundary would lose the"
+        " damage",
+    )
+    split(
+        "file_cut_at_header_from_0",
+        cut,
+        0,
+        reject([], truncated),
+        RECORD_CHECKS,
+        why="b(0) = 256: the same walk as from 256, truncated at 256",
+    )
+    split(
+        "file_cut_at_header_after_256",
+        cut,
+        HEADER_SIZE + 1,
+        accept([]),
+        RECORD_CHECKS,
+        why="the control: beyond 256 a boundary must be found, and no record lies in the file: no records, no error"
+        " (the split from 256 reports the damage)",
+    )
+    r39 = ["R-39", "R-31", "R-32"]
+    empty = damaged(
+        "empty_segment_next_index_disagrees",
+        Mutation().truncate(SEG1, HEADER_SIZE).write(SEG1, at, slot_bytes(replace(commit, commit_offset=HEADER_SIZE))[1]),
+        "the records are gone and the active slot (checksum recomputed) says commit point 256 with next index 6:"
+        " an empty segment whose slot expects five records below its commit point",
+        reject([], error("bad_header", 1, at, 1)),
+        "slot",
+        r39,
+    )
+    split(
+        "empty_segment_next_index_disagrees",
+        empty,
+        HEADER_SIZE,
+        reject([], error("bad_header", 1, at, 1)),
+        r39,
+        why="b(256) = 256 = C: the split's walk stands at the commit point at once and makes the check of R-39"
+        " there: its expected index (the base index 1) is not the slot's next index 6, bad_header at the slot's"
+        " offset with index 1, as for a sequential reader",
+    )
+    split(
+        "empty_segment",
+        cat.fixtures["empty_log"],
+        HEADER_SIZE,
+        accept([]),
+        ["R-39"],
+        why="the control of empty_segment_next_index_disagrees: the slot's next index is the base index, no records",
     )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .bases import basic_log, several_segments_log, skippable_log
-from .builder import LOCK, T0, LogBuilder, seeded_bytes
+from .builder import LOCK, T0, LogBuilder, seeded_bytes, slot_bytes
 from .catalog import Catalog
 from .model import Fixture, accept, error, records, reject
 from .mutations import Mutation
@@ -287,3 +289,35 @@ def _refs(cat: Catalog) -> None:
         beyond,
     )
     invalid("offset_beyond_file", f"{last.log}:1000000:{last.index}", "an offset beyond the end of the segment")
+
+    # A forged commit point of 2^64 - 1 (S = C, segment unfinished): every offset up to 2^64 - 2 passes step 3.
+    # A ref at 2^64 - 2 names bytes far beyond the file: the record check fails step 1 (truncated), which is
+    # invalid_ref, whatever step failed. Its bounds o + 40 and o + 4 + length must not wrap around.
+    basic_commit = basic_log().last.commit
+    at, raw = slot_bytes(replace(basic_commit, commit_offset=2**64 - 1))
+    forged = cat.derive(
+        "commit_point_at_u64_max",
+        beyond,
+        Mutation().write("00000001.dat", at, raw),
+        "the active slot claims a commit point of 2^64 - 1; the file holds 1066 bytes",
+        defect="the active slot claims a commit point of 2^64 - 1; the file holds 1066 bytes",
+        faults=["T15"],
+        requirements=ref_rules,
+    )
+    invalid(
+        "offset_near_u64_max",
+        f"1:{2**64 - 2}:6",
+        "an offset of 2^64 - 2 below a forged commit point of 2^64 - 1: inside S, but the record check fails"
+        " step 1 there (the file holds 1066 bytes), so the ref is invalid, whatever step failed (R-29)",
+        forged,
+    )
+    fifth = basic_log().published()[-1]
+    cat.read(
+        "must.reader.ref.after_last_record_below_u64_max_commit_point",
+        forged,
+        reject([], error("truncated", 1, basic_commit.commit_offset, fifth.index + 1)),
+        [*ref_rules, "R-8", "R-9", "R-10"],
+        after=fifth.ref,
+        description="the control of offset_near_u64_max: the ref of record 5 is valid; after it, the walk meets"
+        " the end of the file below the forged commit point: truncated at 1066 with index 6, not invalid_ref",
+    )

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // threeRecords is the fixture of the damage tests: one segment holding
@@ -439,7 +441,8 @@ func TestIOFailuresAreIOError(t *testing.T) {
 		t.Fatal(err)
 	}
 	three := uint32(3)
-	wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassIOError, &three, u64p(0), nil)
+	// Not a regular file: refused at the open, with no offset.
+	wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassIOError, &three, nil, nil)
 }
 
 func TestLegacyThenVersion2Chain(t *testing.T) {
@@ -736,5 +739,44 @@ func TestLegacyOpenSegmentWithADamagedSuccessorReportsTheSuccessorsHeader(t *tes
 	wantError(t, out.err, ClassBadHeader, &two, u64p(6), nil)
 	if len(out.records) != 1 {
 		t.Fatalf("%d records", len(out.records))
+	}
+}
+
+// A segment name that names no regular file (a FIFO blocked the open
+// forever; a directory) is a failed open, io_error: the segment is
+// opened without blocking and anything but a regular file is refused.
+func TestSegmentThatIsAFIFOOrADirectoryIsIOError(t *testing.T) {
+	one := uint32(1)
+	for name, create := range map[string]func(string) error{
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o755) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := create(segPath(dir, 1)); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan [2]error, 1)
+			go func() {
+				_, err := ReadLog(dir, ReadOptions{}, func(Record) error { return nil })
+				serr := ReadSplit(dir, 1, 256, 1<<40, func(Record) error { return nil })
+				done <- [2]error{err, serr}
+			}()
+			select {
+			case errs := <-done:
+				wantError(t, errs[0], ClassIOError, &one, nil, nil)
+				wantError(t, errs[1], ClassIOError, &one, nil, nil)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the read blocks")
+			}
+			w, err := OpenWriter(dir, WriterOptions{})
+			if err == nil {
+				_, err = w.Append([]byte("x"), NoAsqn)
+				w.Close()
+			}
+			if ClassOf(err) != ClassIOError {
+				t.Fatalf("writer: %v", err)
+			}
+		})
 	}
 }

@@ -90,8 +90,11 @@ func checkRecordKeeping(s *segmentFile, o, c uint64, st walkState, keep bool) (d
 	fail := func(cl Class, msg string) (decoded, error) {
 		return decoded{}, recordError(cl, s.log, o, st.E, msg)
 	}
+	// The arithmetic is safe from wrapping: o may be any u8 (a ref's
+	// offset under a forged commit point near 2^64), and o + 40 or
+	// o + 4 + length would wrap around and pass the bounds.
 	b := min(c, s.size)
-	if o+RecordHeaderSize > b {
+	if o > b || b-o < RecordHeaderSize {
 		return fail(ClassTruncated, "record header cut short")
 	}
 	h, err := s.readAt(o, RecordHeaderSize)
@@ -106,10 +109,11 @@ func checkRecordKeeping(s *segmentFile, o, c uint64, st walkState, keep bool) (d
 		return fail(ClassUnsupportedFeature, "frame, flags or reserved bytes")
 	}
 	length := uint64(be.Uint32(h[0:]))
-	end := o + 4 + length
-	if length < MinLength || length > MaxLength || end > c {
+	// c >= b >= o + 40 here, so c - o - 4 does not wrap.
+	if length < MinLength || length > MaxLength || length > c-o-4 {
 		return fail(ClassLengthOutOfRange, "")
 	}
+	end := o + 4 + length
 	if end > s.size {
 		return fail(ClassTruncated, "payload cut short")
 	}

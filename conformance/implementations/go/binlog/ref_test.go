@@ -1,6 +1,8 @@
 package binlog
 
 import (
+	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -99,5 +101,43 @@ func TestLegacyRefValidatesTheRecordButNotTheIndex(t *testing.T) {
 	}
 	for _, bad := range []Ref{{1, 247, 1}, {1, 284, 1}, {1, 250, 1}} {
 		wantError(t, readTestLog(t, dir, ReadOptions{After: &bad}).err, ClassInvalidRef, &bad.Log, &bad.Offset, &bad.Index)
+	}
+}
+
+// A ref whose offset lies near 2^64, below a forged commit point of 2^64-1,
+// names bytes far beyond the file: the record check fails step 1
+// (truncated), which is invalid_ref (section 10.6 step 4, R-29). The
+// bounds o + 40 and o + 4 + length must not wrap around and pass, which
+// made the read at a negative file offset fail as io_error.
+func TestRefNear2To64UnderAForgedCommitPointIsInvalidRef(t *testing.T) {
+	dir := fixture(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+		publishInto(t, b, 1, func(s *Slot) { s.CommitOffset = math.MaxUint64 })
+		return b
+	})
+	for _, ref := range []Ref{
+		{1, math.MaxUint64 - 1, 1},
+		{1, math.MaxUint64 - 40, 1},
+		{1, math.MaxUint64 - 41, 1},
+		{1, 1 << 63, 1},
+		{1, rec3End, 4}, // the end of the file
+	} {
+		out := readTestLog(t, dir, ReadOptions{After: &ref})
+		wantError(t, out.err, ClassInvalidRef, &ref.Log, &ref.Offset, &ref.Index)
+		if len(out.records) != 0 {
+			t.Fatalf("%v: records returned", ref)
+		}
+	}
+	// The record check itself, at offsets where o + 40 and o + 4 + length
+	// would wrap: step 1 fails, never a read.
+	s, err := openSegment(dir, 1, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	for _, o := range []uint64{math.MaxUint64, math.MaxUint64 - 1, math.MaxUint64 - 39, 1 << 63} {
+		if _, err := checkRecord(s, o, math.MaxUint64, walkState{E: 1, A: NoAsqn}); ClassOf(err) != ClassTruncated {
+			t.Fatalf("offset %d: %v", o, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"syscall"
 )
 
 // MaxLogNumber is the highest log number eight digits can name (section 2.2).
@@ -62,18 +64,33 @@ type segmentFile struct {
 	size uint64
 }
 
+// openSegment opens segment log by its plain name. It opens without
+// blocking (O_NONBLOCK) and refuses anything that is not a regular file
+// with io_error: a FIFO, a device or a directory named like a segment
+// would otherwise block the open or the reads forever, or read as something
+// a segment file is not. O_NONBLOCK has no effect on a regular file's reads.
 func openSegment(dir string, log uint32, flag int) (*segmentFile, error) {
-	f, err := os.OpenFile(filepath.Join(dir, SegmentName(log)), flag, 0)
+	f, err := os.OpenFile(filepath.Join(dir, SegmentName(log)), flag|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, ioError(u32p(log), nil, err)
 	}
-	s := &segmentFile{log: log, f: f}
-	if err := s.stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, ioError(u32p(log), nil, err)
 	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &Error{Class: ClassIOError, Log: u32p(log), Err: errNotRegular,
+			Msg: "not a regular file: " + fi.Mode().Type().String()}
+	}
+	s := &segmentFile{log: log, f: f, size: uint64(fi.Size())}
 	return s, nil
 }
+
+// errNotRegular is the cause of the io_error for a segment name that names
+// something other than a regular file.
+var errNotRegular = errors.New("not a regular file")
 
 func (s *segmentFile) stat() error {
 	fi, err := s.f.Stat()

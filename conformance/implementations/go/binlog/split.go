@@ -109,10 +109,13 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 // 10.4 with an index in want, followed either by bound (S' = min(S, F)) or
 // by a record that passes steps 1 to 6 of section 4.3.1 and carries the
 // next index. Offset 256 is always a boundary, with the segment's base
-// index (want.lo).
+// index (want.lo), whatever the segment holds there (section 10.5 step 1):
+// also in an empty segment (C = 256), whose walk makes the check of R-39
+// at once, and in a file cut short at or below 256 + 40, whose walk reports
+// truncated at 256 as a sequential reader's does.
 func findBoundary(s *segmentFile, start, bound uint64, want indexRange) (candidate, bool, error) {
 	if start == HeaderSize {
-		return candidate{at: HeaderSize, index: want.lo}, HeaderSize < bound, nil
+		return candidate{at: HeaderSize, index: want.lo}, true, nil
 	}
 	for from := start; ; {
 		c, ok, err := findCandidate(s, from, bound, want)

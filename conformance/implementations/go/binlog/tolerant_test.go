@@ -530,3 +530,54 @@ func TestSplitEndingAtAContinuingRecordAccepts(t *testing.T) {
 		}
 	}
 }
+
+// b(256) = 256 always (section 10.5 step 1), also when the file was cut
+// at or just beyond the header: a split over the segment checks the record
+// at 256 and reports truncated there, as the sequential reader does,
+// instead of finding no boundary and returning nothing without an error.
+func TestSplitOfASegmentCutBelowItsFirstRecordReportsTruncated(t *testing.T) {
+	one := uint32(1)
+	for _, cut := range []int{256, 280, 296} {
+		dir := fixture(t)
+		patchFile(t, segPath(dir, 1), func(b []byte) []byte { return b[:cut] })
+		wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassTruncated, &one, u64p(rec1), u64p(1))
+		for _, start := range []uint64{0, 256} {
+			var records []Record
+			err := ReadSplit(dir, 1, start, math.MaxUint64, func(r Record) error { records = append(records, r); return nil })
+			wantError(t, err, ClassTruncated, &one, u64p(rec1), u64p(1))
+			if len(records) != 0 {
+				t.Fatalf("cut %d: %d records", cut, len(records))
+			}
+		}
+		// A split that starts beyond 256 finds no boundary: no records, no error.
+		if got := readSplit(t, dir, 1, 257, math.MaxUint64); len(got) != 0 {
+			t.Fatalf("cut %d: %v", cut, got)
+		}
+	}
+}
+
+// An empty segment (C = 256) whose active slot's next_index is not the
+// base index: the walk of a split stands at C at once and makes the check
+// of R-39 there (WALK step 2.1), as the sequential reader does.
+func TestSplitOfAnEmptySegmentWhoseSlotDisagreesMakesTheCheckOfR39(t *testing.T) {
+	dir := fixture(t)
+	var at int64
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+		b = b[:HeaderSize]
+		publishInto(t, b, 1, func(s *Slot) {
+			s.CommitOffset, s.NextIndex, s.LastAsqn = HeaderSize, 3, 5
+			at = SlotOffset(s.Generation)
+		})
+		return b
+	})
+	one := uint32(1)
+	wantError(t, readTestLog(t, dir, ReadOptions{}).err, ClassBadHeader, &one, u64p(uint64(at)), u64p(1))
+	err := ReadSplit(dir, 1, 256, math.MaxUint64, func(Record) error { t.Fatal("a record"); return nil })
+	wantError(t, err, ClassBadHeader, &one, u64p(uint64(at)), u64p(1))
+	// The control: an empty segment whose slot agrees splits to nothing.
+	empty := filepath.Join(t.TempDir(), "log")
+	writeTestLog(t, empty, nil)
+	if got := readSplit(t, empty, 1, 256, math.MaxUint64); len(got) != 0 {
+		t.Fatalf("%v", got)
+	}
+}
