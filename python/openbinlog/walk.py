@@ -52,6 +52,7 @@ from .errors import (
     AsqnNotIncreasingError,
     BadHeaderError,
     BinlogError,
+    BinlogIOError,
     ChainBrokenError,
     CorruptionError,
     IndexDiscontinuityError,
@@ -1176,6 +1177,8 @@ class LogWalk:
                 )
             try:
                 entries = walk.next_batch()
+            except BinlogIOError:
+                raise  # a failed read is not a check the ref failed
             except BinlogError as exc:
                 raise InvalidRefError(
                     f"ref {ref} does not name a valid record: {exc.message}",
