@@ -219,7 +219,7 @@ def _split_at_first_boundary(cat: Catalog) -> None:
     commit = basic_log().last.commit
     at, _ = slot_bytes(commit)
 
-    def damaged(id: str, mutation: Mutation, defect: str, seq: Json, group: str, requirements: list[str]) -> Fixture:
+    def damaged(id: str, mutation: Mutation, defect: str, seq: Json, *, group: str, requirements: list[str]) -> Fixture:
         fixture = cat.derive(id, basic, mutation, defect, defect=defect, faults=["T11"], requirements=requirements)
         cat.read(f"must.reader.{group}.{id}", fixture, seq, requirements, description=f"{defect}: a sequential read")
         return fixture
@@ -240,8 +240,8 @@ def _split_at_first_boundary(cat: Catalog) -> None:
         Mutation().truncate(SEG1, HEADER_SIZE),
         "the file ends at 256, right after the header; the commit point is 1066",
         reject([], truncated),
-        "record",
-        RECORD_CHECKS,
+        group="record",
+        requirements=RECORD_CHECKS,
     )
     split(
         "file_cut_at_header",
@@ -273,12 +273,14 @@ def _split_at_first_boundary(cat: Catalog) -> None:
     r39 = ["R-39", "R-31", "R-32"]
     empty = damaged(
         "empty_segment_next_index_disagrees",
-        Mutation().truncate(SEG1, HEADER_SIZE).write(SEG1, at, slot_bytes(replace(commit, commit_offset=HEADER_SIZE))[1]),
+        Mutation()
+        .truncate(SEG1, HEADER_SIZE)
+        .write(SEG1, at, slot_bytes(replace(commit, commit_offset=HEADER_SIZE))[1]),
         "the records are gone and the active slot (checksum recomputed) says commit point 256 with next index 6:"
         " an empty segment whose slot expects five records below its commit point",
         reject([], error("bad_header", 1, at, 1)),
-        "slot",
-        r39,
+        group="slot",
+        requirements=r39,
     )
     split(
         "empty_segment_next_index_disagrees",
