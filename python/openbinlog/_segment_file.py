@@ -20,10 +20,7 @@ from ._format import COMPRESSED_SUFFIXES, SEGMENT_NAME, segment_name
 from ._fs import pread
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo
 from .errors import BadHeaderError, BinlogError, BinlogIOError, NotALogError
-from .walk import READ_CHUNK, is_blank, read_commit, read_header
-
-# Attempts to open a segment whose name vanishes between finding and opening it (compression, retention).
-OPEN_ATTEMPTS = 8
+from .walk import OPEN_ATTEMPTS, READ_CHUNK, is_blank, read_commit, read_header
 
 
 def io_error(exc: OSError, path: str, what: str) -> BinlogIOError:

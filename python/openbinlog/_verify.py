@@ -72,7 +72,8 @@ def _describe(logs: LocalDirectory, log: int, present: list[int]) -> SegmentRepo
             return SegmentReport(log, segment.path, 0, "blank", None, file_size=size)
         header = segment.header()
         if isinstance(header, LegacyHeaderInfo):
-            state = "sealed" if header.closed else "finished" if has_successor else "open"
+            # A version 1 segment is finished only when closed, whatever follows it (Appendix B.4).
+            state = "sealed" if header.closed else "open"
             report = SegmentReport(log, segment.path, 1, state, None, commit_offset=header.tail, file_size=size)
             if not has_successor:
                 torn = 0 if all_zero(segment, header.tail) else size - header.tail

@@ -63,6 +63,8 @@ from .errors import (
 
 READ_CHUNK = 1 << 20
 SEARCH_WINDOW = 1 << 20
+# Attempts to open a segment whose name vanishes between a listing and its open (compression, retention).
+OPEN_ATTEMPTS = 8
 _CRC_END = RECORD_HEADER_SIZE - 4
 _FRAME_DATA_BYTE = bytes([FRAME_DATA])
 
@@ -1226,7 +1228,6 @@ class LogWalk:
         segment, header = self._segment, self._header
         assert segment is not None
         assert header is not None
-        present = self.directory.segments()
         if isinstance(walk, LegacyWalk) and not walk.end.final:
             _, end = legacy_end(segment, header.log)
             if end.offset > walk.end.offset or end.final != walk.end.final:
@@ -1235,36 +1236,56 @@ class LogWalk:
         if walk.end.final and not self.follow:
             self.ended = True
             return False
-        successor, successor_path = successor_header(self.directory, header.log, present)
-        boundary = next_segment(
-            path=self.directory.path,
-            log=header.log,
-            header=header,
-            end=walk.end,
-            expected=walk.next_index,
-            present=present,
-            successor=successor,
-            successor_path=successor_path,
+        for _ in range(OPEN_ATTEMPTS):
+            moved = self._next(walk, header)
+            if moved is not None:
+                return moved
+        raise BinlogIOError(
+            f"the segment after {header.log} keeps vanishing while being opened", path=self.directory.path
         )
+
+    def _next(self, walk: SegmentWalk | LegacyWalk, header: Header) -> bool | None:
+        """NEXT (spec 10.2.2): decide what follows the segment by a fresh listing and move there.
+        None: the segment chosen vanished before it could be opened; decide again."""
+        present = self.directory.segments()
+        # N+1 is opened once: its header decides the chain, and the walk goes on in it.
+        following = open_segment(self.directory, header.log + 1, present) if header.log + 1 in present else None
+        if following is None and header.log + 1 in present:
+            present = self.directory.segments()  # a blank last segment, or gone since the listing (OPEN step 2)
+        try:
+            boundary = next_segment(
+                path=self.directory.path,
+                log=header.log,
+                header=header,
+                end=walk.end,
+                expected=walk.next_index,
+                present=present,
+                successor=None if following is None else following[1],
+                successor_path=None if following is None else following[0].path,
+            )
+            if boundary.next_log is not None and boundary.error is None and not walk.end.final:
+                return False
+            opened = None
+            if boundary.next_log == header.log + 1:
+                opened, following = following, None
+            elif boundary.next_log is not None:
+                opened = open_segment(self.directory, boundary.next_log)
+            if boundary.next_log is not None and opened is None:
+                return None  # removed or blank since the listing
+        finally:
+            if following is not None:
+                following[0].close()
         if boundary.error is not None:
             if not self.tolerant:
+                if opened is not None:
+                    opened[0].close()
                 raise boundary.error
-            self.damage.append(
-                Damage.from_error(
-                    boundary.error,
-                    bytes_skipped=0,
-                    next_index=self._index_at(boundary.next_log) if boundary.next_log is not None else None,
-                )
-            )
-        if boundary.next_log is None:
+            resumed = opened[1].base_index if opened is not None and isinstance(opened[1], SegmentHeaderInfo) else None
+            self.damage.append(Damage.from_error(boundary.error, bytes_skipped=0, next_index=resumed))
+        if opened is None:
             if boundary.error is not None:
                 self.ended = True
             return False
-        if not walk.end.final and boundary.error is None:
-            return False
-        opened = open_segment(self.directory, boundary.next_log)
-        if opened is None:
-            return False  # removed or blank since the listing: look again later
         next_segment_source, next_header = opened
         self._enter(
             next_segment_source,
@@ -1273,15 +1294,6 @@ class LogWalk:
             last_asqn=walk.last_asqn if isinstance(walk, SegmentWalk) else NO_ASQN,
         )
         return True
-
-    def _index_at(self, log: int) -> int | None:
-        """The base index of segment ``log``, where a tolerant walk resumes after a broken chain."""
-        opened = open_segment(self.directory, log)
-        if opened is None:
-            return None
-        segment, header = opened
-        segment.close()
-        return header.base_index if isinstance(header, SegmentHeaderInfo) else None
 
     def close(self) -> None:
         if self._segment is not None:

@@ -144,16 +144,17 @@ def test_a_last_segment_shorter_than_a_header_holding_bytes_is_truncated_not_bla
 # -- segments removed or replaced while a reader lists them --------------------------
 
 
-def _before_open(monkeypatch: pytest.MonkeyPatch, target: Path, action: Callable[[], None]) -> None:
-    """Run ``action`` just before the first open of ``target``: a maintenance command that acts
+def _before_open(monkeypatch: pytest.MonkeyPatch, target: Path, action: Callable[[], None], *, nth: int = 1) -> None:
+    """Run ``action`` just before the ``nth`` open of ``target``: a maintenance command that acts
     between a reader's lookup of a segment and its open."""
     real = os.open
-    fired: list[bool] = []
+    seen: list[bool] = []
 
     def opener(path: str | os.PathLike[str], flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        if not fired and os.fspath(path) == os.fspath(target):
-            fired.append(True)
-            action()
+        if os.fspath(path) == os.fspath(target):
+            seen.append(True)
+            if len(seen) == nth:
+                action()
         return real(path, flags, mode, dir_fd=dir_fd)
 
     monkeypatch.setattr(os, "open", opener)
@@ -398,3 +399,18 @@ def test_a_fifo_named_as_a_segment_is_io_error_not_a_hang(log_dir: Path) -> None
     os.mkfifo(segment(log_dir))
     with pytest.raises(BinlogIOError), Reader(log_dir) as reader:
         list(reader)
+
+
+@pytest.mark.spec("R-17")
+def test_a_successor_that_vanishes_between_the_chain_decision_and_its_open_is_decided_again(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _three_segments(log_dir)
+    second = segment(log_dir, 2)
+    # The first open of segment 2 reads its header for segment 1's end; the second is the move to it.
+    _before_open(monkeypatch, second, second.unlink, nth=2)
+    returned: list[int] = []
+    with pytest.raises(ChainBrokenError) as raised, Reader(log_dir) as reader:
+        returned.extend(entry.index for entry in reader)
+    assert returned == [1, 2]
+    assert raised.value.log == 2

@@ -186,4 +186,7 @@ class PlannedDirectory:
             source = self.storage.open(file.url, file.compression, max_decompressed=self.options.max_decompressed)
             return _Segment(source, log)
         except MissingFileError:
-            return None  # gone since the listing: absent, as for any reader
+            if not self.options.ignore_missing:
+                raise  # planned, then gone: an error, never a log that silently ends early
+            del self.files[log]  # ignoreMissingFiles: the walk goes on as if it had never been listed
+            return None

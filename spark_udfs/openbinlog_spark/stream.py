@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from openbinlog import Damage
 from openbinlog._format import HEADER_SIZE
 from openbinlog.errors import UnsupportedVersionError
-from openbinlog.walk import is_last, next_segment
+from openbinlog.walk import Boundary, is_last, next_segment
 
 from .execute import ItemReader
 from .listing import list_segment_files
@@ -83,6 +83,7 @@ class LogView:
     """The segments of one log directory as they are now."""
 
     def __init__(self, storage: Storage, options: ReadOptions, directory: str) -> None:
+        self.directory = directory
         listing = list_segment_files(storage, dataclasses.replace(options, paths=(directory,), recursive=True))
         fs, path = storage.filesystem(directory)
         own = (path if is_local(directory) else fs.unstrip_protocol(path)).rstrip("/")
@@ -117,19 +118,23 @@ class LogView:
         facts = self.segments[max(self.segments)]
         return Position(facts.file.log, facts.end, facts.end_index)
 
-    def finished(self, log: int) -> bool:
+    def boundary(self, log: int) -> Boundary:
+        """What follows segment ``log`` at its end: the walk's chain rule (spec 8.6)."""
         facts = self.segments[log]
-        assert facts.segment_end is not None
-        return facts.segment_end.final or any(n > log for n in self.segments)
-
-    def log_id(self, log: int) -> bytes:
-        header = self.segments[log].version2
+        header = facts.version2
         assert header is not None
-        return header.log_id
-
-    def successor(self, log: int) -> int | None:
-        later = [n for n in self.segments if n > log]
-        return min(later) if later else None
+        assert facts.segment_end is not None
+        following = self.segments.get(log + 1)
+        return next_segment(
+            path=self.directory,
+            log=log,
+            header=header,
+            end=facts.segment_end,
+            expected=facts.end_index,
+            present=sorted(self.segments),
+            successor=None if following is None else following.header,
+            successor_path=None if following is None else following.file.url,
+        )
 
     def range_of(self, log: int, start: Position, stop: int, *, start_asqn: int = -1) -> SegmentRange:
         facts = self.segments[log]
@@ -232,9 +237,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if budget is not None:
                     budget -= available
                 position = target
-            if position.offset < facts.end or not view.finished(position.log):
+            if position.offset < facts.end:
                 return position, budget
-            successor = view.successor(position.log)
+            successor = view.boundary(position.log).next_log
             if successor is None:
                 return position, budget
             following = view.segments[successor].version2
@@ -285,23 +290,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             facts = view.segments[log]
             if position.offset < stop:
                 yield RangeItem(facts.file, view.range_of(log, position, stop), {})
-            successor = view.successor(log)
+            boundary = view.boundary(log)
+            successor = boundary.next_log
             if successor is None or successor > last.log:
                 return
             following = view.segments[successor].version2
             assert following is not None
-            assert facts.version2 is not None
-            assert facts.segment_end is not None
-            boundary = next_segment(
-                path=directory,
-                log=log,
-                header=facts.version2,
-                end=facts.segment_end,
-                expected=facts.end_index,
-                present=sorted(view.segments),
-                successor=following if successor == log + 1 else None,
-                successor_path=view.segments[successor].file.url,
-            )
             if boundary.error is not None:
                 damage = Damage.from_error(boundary.error, bytes_skipped=0, next_index=None)
                 yield IssueItem(damage, directory, False, {})

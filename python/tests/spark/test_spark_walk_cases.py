@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 from binlog_frames import collected, split_options
+from logtools import legacy_segment
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from openbinlog import Writer, encode_record
+from openbinlog import BinlogIOError, Writer, encode_record
 from openbinlog._format import HEADER_SIZE
+from openbinlog_spark.source import BinlogDataSource
 
 
 def _embedded_log(directory: Path) -> int:
@@ -61,3 +63,20 @@ def test_a_last_segment_whose_first_256_bytes_are_zero_before_records_is_reporte
     assert [(row[0], row[1], row[2]) for row in damage] == [("unsupported_version", 1, 4)]
     with pytest.raises(PySparkException, match="unsupported_version"):
         spark.read.format("binlog").option("mode", "FAILFAST").load(str(directory)).collect()
+
+
+@pytest.mark.spec("R-20")
+def test_a_version_1_segment_removed_between_planning_and_reading_is_an_error_not_a_shorter_log(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "log"
+    directory.mkdir()
+    (directory / "00000001.dat").write_bytes(legacy_segment([b"a"], log=1, closed=True, next_log=2))
+    (directory / "00000002.dat").write_bytes(legacy_segment([b"b"], log=2, closed=False))
+    source = BinlogDataSource({"path": str(directory), "mode": "FAILFAST"})
+    reader = source.reader(source.schema())
+    partitions = reader.partitions()
+    (directory / "00000001.dat").unlink()
+    with pytest.raises(BinlogIOError):
+        for partition in partitions:
+            list(reader.read(partition))
