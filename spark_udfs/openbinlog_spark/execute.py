@@ -126,7 +126,7 @@ class ItemReader:
                     builder = BatchBuilder(
                         self.schema, file=damage.path or directory.path, partition_values=item.partition_values
                     )
-                    yield from self._damage(builder, damage, self._raw(damage))
+                    yield from self._damage(builder, damage, self._raw(damage, directory))
                 reported = len(walk.damage)
                 if not entries:
                     break
@@ -137,11 +137,14 @@ class ItemReader:
         finally:
             walk.close()
 
-    def _raw(self, damage: Damage) -> bytes:
-        """Up to ``maxCorruptRecordBytes`` of the bytes a damage report stepped over."""
-        if not damage.path or damage.offset is None or not damage.bytes_skipped or self.options.report:
+    def _raw(self, damage: Damage, directory: PlannedDirectory) -> bytes:
+        """Up to ``maxCorruptRecordBytes`` of the (decompressed) bytes a damage report stepped over."""
+        if damage.log is None or damage.offset is None or not damage.bytes_skipped or self.options.report:
             return b""
-        with self.storage.open(damage.path, None, max_decompressed=self.options.max_decompressed) as source:
+        segment = directory.open(damage.log)
+        if segment is None:
+            return b""
+        with segment.source as source:
             return source.read_at(damage.offset, min(damage.bytes_skipped, self.options.max_corrupt_record_bytes))
 
 

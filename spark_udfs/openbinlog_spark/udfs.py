@@ -130,7 +130,8 @@ def _legacy_batches(
         entries = walk.next_batch()
         for damage in walk.damage[reported:]:
             if options.mode != "DROPMALFORMED" or options.report:
-                raw = data[damage.offset or 0 :][: min(damage.bytes_skipped, options.max_corrupt_record_bytes)]
+                at = damage.offset or 0
+                raw = data[at : at + min(damage.bytes_skipped, options.max_corrupt_record_bytes)]
                 yield builder.damage(damage, raw, options.corrupt_rows)
         reported = len(walk.damage)
         if not entries:

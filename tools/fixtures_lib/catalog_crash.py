@@ -312,65 +312,43 @@ def _cutover(cat: Catalog) -> None:
             until=until,
         )
 
-    defect = (
-        "segment 2, the last, holds 100 bytes: the start of its header (a header lost with the file size kept short);"
-        " they are not all zero, so it is not blank"
-    )
-    short = cat.derive(
-        "short_last_segment",
-        basic,
-        Mutation().create(SEG2, successor_header[:100]),
-        defect,
-        defect=defect,
-        faults=["T8", "T13"],
-    )
-    cat.read(
-        "must.reader.header.short_last_segment",
-        short,
-        reject(committed, error("truncated", 2, 0)),
-        ["R-6", "R-7", "R-9", "R-16"],
-        description=f"{defect}: segment 1 is finished by it, and section 8.4 checks segment 2's header first when it"
-        " computes segment 1's end at its commit point: header check step 1 fails, truncated at offset 0, after"
-        " segment 1's records below its commit point (spec 10.2.3)",
-    )
-    cat.recover(
-        "must.writer.recover.refuse_short_last_segment",
-        short,
-        recovery_refused(error("truncated", 2, 0)),
-        ["R-6", "W-25", "W-24"],
-        description=f"recover: {defect}: it is not deleted as a blank last segment; its header fails, recovery"
-        " refuses and changes nothing",
-    )
-
-    defect = (
-        "segment 2, the last, holds 4096 zero bytes: longer than a header, so not blank (spec 3.5): a header that"
-        " was durable is lost, with whatever followed it"
-    )
-    zeroed = cat.derive(
-        "zeroed_last_segment",
-        basic,
-        Mutation().create(SEG2, b"").extend(SEG2, 4096),
-        defect,
-        defect=defect,
-        faults=["T8", "T10"],
-    )
-    cat.read(
-        "must.reader.header.zeroed_last_segment",
-        zeroed,
-        reject(committed, error("unsupported_version", 2, 4)),
-        ["R-6", "R-7", "R-9", "R-16"],
-        description=f"{defect}: segment 1 is finished by it, and section 8.4 checks segment 2's header first when it"
-        " computes segment 1's end at its commit point: header check step 3 fails (version 0), unsupported_version"
-        " at offset 4, after segment 1's records below its commit point (spec 10.2.3)",
-    )
-    cat.recover(
-        "must.writer.recover.refuse_zeroed_last_segment",
-        zeroed,
-        recovery_refused(error("unsupported_version", 2, 4)),
-        ["R-6", "W-25", "W-24"],
-        description=f"recover: {defect}: it is not deleted as a blank last segment; its header fails, recovery"
-        " refuses and changes nothing",
-    )
+    not_blank = {
+        "short_last_segment": (
+            Mutation().create(SEG2, successor_header[:100]),
+            "segment 2, the last, holds 100 bytes: the start of its header (a header lost with the file size kept"
+            " short); they are not all zero, so it is not blank",
+            ["T8", "T13"],
+            error("truncated", 2, 0),
+            "header check step 1 fails, truncated at offset 0",
+        ),
+        "zeroed_last_segment": (
+            Mutation().create(SEG2, b"").extend(SEG2, 4096),
+            "segment 2, the last, holds 4096 zero bytes: longer than a header, so not blank (spec 3.5): a header"
+            " that was durable is lost, with whatever followed it",
+            ["T8", "T10"],
+            error("unsupported_version", 2, 4),
+            "header check step 3 fails (version 0), unsupported_version at offset 4",
+        ),
+    }
+    for name, (mutation, defect, faults, failure, step) in not_blank.items():
+        fixture = cat.derive(name, basic, mutation, defect, defect=defect, faults=faults)
+        cat.read(
+            f"must.reader.header.{name}",
+            fixture,
+            reject(committed, failure),
+            ["R-6", "R-7", "R-9", "R-16"],
+            description=f"{defect}: segment 1 is finished by it, and section 8.4 checks segment 2's header first when"
+            f" it computes segment 1's end at its commit point: {step}, after segment 1's records below its commit"
+            " point (spec 10.2.3)",
+        )
+        cat.recover(
+            f"must.writer.recover.refuse_{name}",
+            fixture,
+            recovery_refused(failure),
+            ["R-6", "W-25", "W-24"],
+            description=f"recover: {defect}: it is not deleted as a blank last segment; its header fails, recovery"
+            " refuses and changes nothing",
+        )
 
     blank_only = cat.fixture(
         "blank_only_segment",
