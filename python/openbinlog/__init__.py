@@ -11,6 +11,7 @@ from ._format import FIRST_INDEX, HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD
 from ._maintenance import CODECS, Compressed, RepairReport, RetentionDecision, compress_segments, repair, retain
 from ._reader import Reader, last_entry, read_all
 from ._records import Entry, RecordDecoder, TailStop, encode_record
+from ._recovery import RecoveryAction
 from ._ref import Ref
 from ._split import read_split
 from ._stat import SegmentStat, stat
@@ -25,7 +26,7 @@ from ._subscribers import (
     remove_subscriber,
 )
 from ._verify import SegmentReport, TailReport, VerifyReport, recover, verify
-from ._writer import DURABILITY_MODES, Durability, RecoveryAction, Writer
+from ._writer import DURABILITY_MODES, Durability, Writer
 from .errors import (
     AmbiguousSplitError,
     AsqnNotIncreasingError,
@@ -41,6 +42,7 @@ from .errors import (
     InvalidRefError,
     LegacyLogError,
     LengthOutOfRangeError,
+    LogFullError,
     NotALogError,
     PayloadTooLargeError,
     TruncatedError,
@@ -80,6 +82,7 @@ __all__ = [
     "InvalidRefError",
     "LegacyLogError",
     "LengthOutOfRangeError",
+    "LogFullError",
     "NotALogError",
     "PayloadTooLargeError",
     "Reader",

@@ -56,7 +56,10 @@ NO_ASQN = -1
 LEGACY_FIRST_RECORD_OFFSET = 248
 LEGACY_LENGTH_SIZE = 4
 
-SEGMENT_NAME = re.compile(r"^(\d{8})\.dat(\.gz|\.zst)?$")
+LOCK_NAME = "LOCK"  # the writers' lock file (spec 9)
+# ASCII digits, anchored at both ends (R-1): \d would take fullwidth or Arabic-Indic digits for a log
+# number, and $ a name that ends in a newline for a segment. Exact with match() and fullmatch() alike.
+SEGMENT_NAME = re.compile(r"\A([0-9]{8})\.dat(\.gz|\.zst)?\Z")
 COMPRESSED_SUFFIXES = (".gz", ".zst")
 
 CommitSlot = Struct(

@@ -19,6 +19,8 @@ _FLOCK = struct.Struct("hhqqi4x")
 # The whole file, from its start: taken and released once per commit.
 _LOCK_WHOLE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
 _UNLOCK_WHOLE = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
+_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
+_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
 
 
 class FileSystem(Protocol):
@@ -38,6 +40,9 @@ class FileSystem(Protocol):
     def exists(self, path: str) -> bool: ...
     def lock(self, fd: int) -> None: ...
     def unlock(self, fd: int) -> None: ...
+    def hold(self, fd: int) -> None: ...
+    def held(self, path: str) -> bool: ...
+    def same_file(self, fd: int, path: str) -> bool: ...
 
 
 def sync_directory(path: str) -> None:
@@ -51,12 +56,23 @@ def sync_directory(path: str) -> None:
 
 # A file offset is a signed 64-bit number: no byte lies at or beyond it, and os.pread refuses larger integers.
 MAX_FILE_OFFSET = 2**63 - 1
+# os.pread allocates the whole size asked for before it reads: a larger read is first cut to the file's size.
+_UNCHECKED_READ = 1 << 20
 
 
 def pread(fd: int, size: int, offset: int) -> bytes:
-    """``os.pread`` for offsets and sizes taken from untrusted fields: nothing lies beyond the largest file offset."""
+    """``os.pread`` for offsets and sizes taken from untrusted fields.
+
+    Nothing lies beyond the largest file offset, and memory is bounded by the
+    bytes the file holds, whatever ``size`` says (R-10): a record length of
+    2 GiB in a file of 300 bytes costs 300 bytes.
+    """
+    if offset < 0:
+        return b""
     size = min(size, MAX_FILE_OFFSET - offset)
-    if size <= 0 or offset < 0:
+    if size > _UNCHECKED_READ:
+        size = min(size, os.fstat(fd).st_size - offset)
+    if size <= 0:
         return b""
     return os.pread(fd, size, offset)
 
@@ -135,3 +151,34 @@ class OsFileSystem:
             fcntl.fcntl(fd, _OFD_SETLKW, _UNLOCK_WHOLE)
         else:  # pragma: no cover
             fcntl.lockf(fd, fcntl.LOCK_UN)
+
+    def hold(self, fd: int) -> None:
+        """Mark a temporary file as in use for as long as ``fd`` stays open (spec 7.4): clean-up keeps it.
+
+        An OFD lock, released by the kernel when the holder closes it or dies.
+        """
+        if _OFD_SETLK is not None:
+            fcntl.fcntl(fd, _OFD_SETLK, _LOCK_WHOLE)
+
+    def held(self, path: str) -> bool:
+        """Whether some open file description holds a lock on ``path`` (a live writer's or compressor's file)."""
+        if _OFD_GETLK is None:  # pragma: no cover - without OFD locks temporary files are never held
+            return False
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return False
+        try:
+            answer = fcntl.fcntl(fd, _OFD_GETLK, _LOCK_WHOLE)
+        finally:
+            os.close(fd)
+        return bool(_FLOCK.unpack(answer)[0] != fcntl.F_UNLCK)
+
+    def same_file(self, fd: int, path: str) -> bool:
+        """Whether ``path`` still names the file open as ``fd`` (not removed, not replaced)."""
+        try:
+            named = os.stat(path)
+        except FileNotFoundError:
+            return False
+        opened = os.fstat(fd)
+        return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)

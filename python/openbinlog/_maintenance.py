@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 import zstandard
 
 from ._format import HEADER_SIZE, segment_name
-from ._fs import sync_directory
+from ._fs import OsFileSystem, sync_directory
+from ._recovery import RecoveryAction
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, find_segment, list_segments
+from ._segment_file import SegmentFile, find_segment, list_segments, require_log_directory
 from ._split import read_split
 from ._subscribers import fix_checkpoints, list_subscribers, segment_last_index
 from ._verify import recover, verify
-from ._writer import RecoveryAction, Writer
-from .errors import BinlogIOError
+from ._writer import Writer
+from .compressed import unpacking
+from .errors import BinlogIOError, NotALogError
 from .walk import READ_CHUNK, Damage
 
 CODECS = ("gz", "zst")
@@ -35,8 +37,9 @@ class Compressed:
     compressed_bytes: int
 
 
-def _compress_into(source: str, target: str, codec: str) -> None:
-    with open(source, "rb") as raw, open(target, "r+b") as out:
+def _compress_into(source: int, target: int, codec: str) -> None:
+    with os.fdopen(os.dup(source), "rb") as raw, os.fdopen(os.dup(target), "r+b") as out:
+        raw.seek(0)
         if codec == "gz":
             with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed:
                 shutil.copyfileobj(raw, packed, READ_CHUNK)
@@ -54,6 +57,12 @@ def _digest(read: Callable[[int], bytes]) -> str:
     return sha.hexdigest()
 
 
+def _digest_fd(fd: int) -> str:
+    with os.fdopen(os.dup(fd), "rb") as raw:  # a duplicate shares the offset: start from 0
+        raw.seek(0)
+        return _digest(raw.read)
+
+
 def compress_segments(
     directory: str | os.PathLike[str],
     *,
@@ -61,17 +70,18 @@ def compress_segments(
     dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> list[Compressed]:
-    """Compress every sealed segment that is not compressed yet (never the last one).
+    """Compress every sealed segment that is not compressed yet (never the last one), by spec 2.6.
 
-    The compressed copy is written under a temporary name, synced, checked
-    against the original, then linked into place; only then is the original
-    removed. Readers always find either the plain or the whole compressed
-    file, never a partial one.
+    The compressed copy is written under a temporary name that this process
+    holds (so no writer's clean-up takes it), synced, checked against the
+    original, then linked into place under the lock, and only if the
+    original is still there: a segment retention removed meanwhile is never
+    brought back. Readers find either the plain or the whole compressed file.
     """
     if codec not in CODECS:
         raise ValueError(f"codec must be one of {CODECS}")
     path = os.fspath(directory)
-    done: list[Compressed] = []
+    require_log_directory(path)
     logs = list_segments(path)
     if dry_run:
         return [
@@ -79,41 +89,63 @@ def compress_segments(
             for log, plain in ((log, os.path.join(path, segment_name(log))) for log in logs[:-1])
             if os.path.exists(plain) and _sealed_v2(path, log)
         ]
+    done: list[Compressed] = []
     with Writer(path, verify_on_open=False) as writer:
         for log in logs[:-1]:
-            plain = os.path.join(path, segment_name(log))
-            if not os.path.exists(plain):
-                continue
-            if not _sealed_v2(path, log):
-                continue
-            _check_records(path, log)  # archive only what checks out
-            target = f"{plain}.{codec}"
-            temp = os.path.join(path, f".{segment_name(log)}.{secrets.token_hex(8)}.tmp")
-            with writer.exclusive():
-                os.close(os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            try:
-                original_bytes = os.path.getsize(plain)
-                _compress_into(plain, temp, codec)
-                with open(plain, "rb") as original:
-                    expected = _digest(original.read)
-                if _digest_unpacked(temp, codec) != expected:
-                    raise BinlogIOError("the compressed copy does not match the original", path=temp, log=log)
-                with writer.exclusive():
-                    if not os.path.exists(target):
-                        os.link(temp, target)
-                    os.unlink(temp)
-                    sync_directory(path)
-                    os.unlink(plain)
-                    sync_directory(path)
-            except OSError as exc:
-                raise BinlogIOError(f"compression of segment {log} failed: {exc}", path=plain, log=log) from exc
-            finally:
-                if os.path.exists(temp):
-                    os.unlink(temp)
-            done.append(Compressed(log, target, original_bytes, os.path.getsize(target)))
-            if progress is not None:
-                progress(1)
+            result = _compress_one(writer, path, log, codec)
+            if result is not None:
+                done.append(result)
+                if progress is not None:
+                    progress(1)
     return done
+
+
+def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed | None:
+    plain = os.path.join(path, segment_name(log))
+    target = f"{plain}.{codec}"
+    try:
+        source = os.open(plain, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # already compressed, or removed by retention
+    except OSError as exc:
+        raise BinlogIOError(f"cannot open segment {log}: {exc.strerror}", path=plain, log=log) from exc
+    temp = os.path.join(path, f".{segment_name(log)}.{codec}.{secrets.token_hex(8)}.tmp")
+    fs = OsFileSystem()
+    out = -1
+    try:
+        if not _sealed_v2(path, log):
+            return None
+        _check_records(path, log)  # archive only what checks out
+        with writer.exclusive():  # spec 2.6 step 1: created, and held, under the lock
+            out = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o644)
+            fs.hold(out)
+        original_bytes = os.fstat(source).st_size
+        _compress_into(source, out, codec)
+        if _digest_unpacked(temp, codec) != _digest_fd(source):
+            raise BinlogIOError("the compressed copy does not match the original", path=temp, log=log)
+        with writer.exclusive():
+            # Step 3, only while the original is still the segment: retention may have removed it.
+            if not fs.same_file(source, plain):
+                return None
+            if not os.path.exists(target):
+                os.link(temp, target)
+            os.unlink(temp)
+            sync_directory(path)
+            os.unlink(plain)
+            sync_directory(path)
+    except NotALogError:
+        if os.path.exists(plain):
+            raise
+        return None  # removed by retention while it was being checked
+    except OSError as exc:
+        raise BinlogIOError(f"compression of segment {log} failed: {exc}", path=plain, log=log) from exc
+    finally:
+        os.close(source)
+        if out >= 0:
+            os.close(out)
+        if os.path.exists(temp):
+            os.unlink(temp)
+    return Compressed(log, target, original_bytes, os.path.getsize(target))
 
 
 def _check_records(path: str, log: int) -> None:
@@ -128,12 +160,8 @@ def _sealed_v2(path: str, log: int) -> bool:
 
 
 def _digest_unpacked(path: str, codec: str) -> str:
-    with open(path, "rb") as raw:
-        if codec == "gz":
-            with gzip.GzipFile(fileobj=raw) as unpacked:
-                return _digest(unpacked.read)
-        with zstandard.ZstdDecompressor().stream_reader(raw) as unpacked:
-            return _digest(unpacked.read)
+    with open(path, "rb") as raw, unpacking(raw, codec) as unpacked:
+        return _digest(unpacked.read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,10 +186,26 @@ def retain(
     and, if a policy is given, it is older than ``max_age_seconds`` or the
     log is larger than ``max_bytes``; without a policy, subscribers alone
     decide (and with no subscriber nothing is removed). Removal is lowest
-    first and stops at the first segment that must stay.
+    first and stops at the first segment that must stay. The decisions are
+    made under the lock, so that compression cannot swap a file under them.
     """
     path = os.fspath(directory)
+    require_log_directory(path)
     now = time.time_ns() // 1000 if now_us is None else now_us
+    if dry_run:
+        return _retention_decisions(path, max_age_seconds=max_age_seconds, max_bytes=max_bytes, now=now)
+    with Writer(path, verify_on_open=False) as writer:
+        with writer.exclusive():
+            decisions = _retention_decisions(path, max_age_seconds=max_age_seconds, max_bytes=max_bytes, now=now)
+        doomed = [d.log for d in decisions if d.remove]
+        if doomed:
+            writer.drop_segments(before_log=doomed[-1] + 1)
+    return decisions
+
+
+def _retention_decisions(
+    path: str, *, max_age_seconds: float | None, max_bytes: int | None, now: int
+) -> list[RetentionDecision]:
     subscribers = list_subscribers(path)
     logs = list_segments(path)
     sizes = {log: os.path.getsize(find_segment(path, log) or "") for log in logs}
@@ -190,10 +234,6 @@ def retain(
             break
         decisions.append(RetentionDecision(log, True, reason, sizes[log]))
         total -= sizes[log]
-    doomed = [d.log for d in decisions if d.remove]
-    if doomed and not dry_run:
-        with Writer(path, verify_on_open=False) as writer:
-            writer.drop_segments(before_log=doomed[-1] + 1)
     return decisions
 
 
@@ -239,11 +279,10 @@ def repair(
     """
     path = os.fspath(directory)
     if dry_run:
-        report = RepairReport(recover(path, dry_run=True), fix_checkpoints(path, dry_run=True))
+        report = RepairReport(recover(path, dry_run=True, check_committed=False), fix_checkpoints(path, dry_run=True))
     else:
         backups = os.fspath(backup_dir) if backup_dir is not None else _default_backup_dir(path)
-        with Writer(path, backup_dir=backups, verify_on_open=False) as writer:
-            actions = list(writer.recovery)
+        actions = recover(path, backup_dir=backups, check_committed=False)
         kept = backups if any(a.bytes or a.action.startswith("remove") for a in actions) else None
         report = RepairReport(actions, fix_checkpoints(path), kept)
     report.damage = verify(path).damage

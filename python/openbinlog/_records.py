@@ -72,9 +72,14 @@ class Entry:
 
     @property
     def timestamp(self) -> datetime | None:
+        """``timestamp_us`` as a datetime; None when there is none or a datetime cannot hold it (years 1 to
+        9999): readers do not validate timestamps (R-13), so any value can come from a valid record."""
         if self.timestamp_us is None:
             return None
-        return _EPOCH + timedelta(microseconds=self.timestamp_us)
+        try:
+            return _EPOCH + timedelta(microseconds=self.timestamp_us)
+        except OverflowError:
+            return None
 
     @property
     def size(self) -> int:
@@ -86,8 +91,8 @@ class Entry:
 _SKIPPED = Entry(0, 0, 0, b"")
 
 
-class _CheckedEntry:
-    """``Entry(log, offset, index, payload, asqn, timestamp_us)`` at the cost of a plain class.
+class _FastEntry:
+    """``Entry(log, offset, index, payload, asqn, timestamp_us, checked)`` at the cost of a plain class.
 
     The __init__ of a frozen dataclass assigns each field through
     ``object.__setattr__``, which costs about as much as verifying a small
@@ -99,20 +104,31 @@ class _CheckedEntry:
 
     __slots__ = Entry.__slots__
 
-    def __init__(self, log: int, offset: int, index: int, payload: bytes, asqn: int, timestamp_us: int) -> None:  # noqa: PLR0917 - positional, as Entry's own
+    def __init__(  # noqa: PLR0917 - positional, as Entry's own
+        self,
+        log: int,
+        offset: int,
+        index: int,
+        payload: bytes,
+        asqn: int,
+        timestamp_us: int | None,
+        checked: bool = True,
+    ) -> None:
         self.log = log
         self.offset = offset
         self.index = index
         self.payload = payload
         self.asqn = asqn
         self.timestamp_us = timestamp_us
-        self.checked = True
+        self.checked = checked
         self.__class__ = Entry  # type: ignore[assignment]
 
 
 if Entry.__slots__ != ("log", "offset", "index", "payload", "asqn", "timestamp_us", "checked"):
-    raise TypeError("Entry's fields changed: update _CheckedEntry")
-_checked_entry = cast("Callable[[int, int, int, bytes, int, int], Entry]", _CheckedEntry)
+    raise TypeError("Entry's fields changed: update _FastEntry")
+_checked_entry = cast("Callable[[int, int, int, bytes, int, int], Entry]", _FastEntry)
+# A version 1 record: no asqn, no timestamp, nothing vouches for it (Appendix B.4).
+unchecked_entry = cast("Callable[[int, int, int, bytes, int, None, bool], Entry]", _FastEntry)
 
 # Checksums of a batch are compared all at once, each in its own 64-bit lane of one integer.
 if array("Q").itemsize != 8:  # pragma: no cover - every CPython platform

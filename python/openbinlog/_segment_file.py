@@ -7,20 +7,15 @@ the writer reaches the same parsing through its own file operations.
 from __future__ import annotations
 
 import errno
-import gzip
 import os
-import shutil
 import stat
-import tempfile
-from typing import IO
 
-import zstandard
-
-from ._format import COMPRESSED_SUFFIXES, SEGMENT_NAME, segment_name
+from ._format import COMPRESSED_SUFFIXES, LOCK_NAME, SEGMENT_NAME, segment_name
 from ._fs import pread
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo
-from .errors import BadHeaderError, BinlogError, BinlogIOError, NotALogError
-from .walk import OPEN_ATTEMPTS, READ_CHUNK, is_blank, read_commit, read_header
+from .compressed import CompressedSegment
+from .errors import BinlogError, BinlogIOError, NotALogError
+from .walk import OPEN_ATTEMPTS, is_blank, read_commit, read_header
 
 
 def io_error(exc: OSError, path: str, what: str) -> BinlogIOError:
@@ -29,13 +24,26 @@ def io_error(exc: OSError, path: str, what: str) -> BinlogIOError:
     return BinlogIOError(f"{what}: {exc.strerror or exc}", path=path)
 
 
-def list_segments(directory: str) -> list[int]:
-    """The log numbers of the segments present (plain or compressed), ascending."""
+def list_segments(directory: str, *, require_log: bool = False) -> list[int]:
+    """The log numbers of the segments present (plain or compressed), ascending.
+
+    With ``require_log``, a directory holding neither a segment nor ``LOCK``
+    is not a log (spec 2.3): reading the parent of a log must not pass as
+    reading an empty one.
+    """
     try:
         names = os.listdir(directory)
     except OSError as exc:
         raise io_error(exc, directory, "cannot list the log directory") from exc
-    return sorted({int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))})
+    logs = sorted({int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))})
+    if require_log and not logs and LOCK_NAME not in names:
+        raise NotALogError("not a log directory: it holds neither a segment nor LOCK", path=directory)
+    return logs
+
+
+def require_log_directory(directory: str) -> None:
+    """Raise ``NotALogError`` unless ``directory`` is a log directory (spec 2.3)."""
+    list_segments(directory, require_log=True)
 
 
 def find_segment(directory: str, log: int) -> str | None:
@@ -46,31 +54,6 @@ def find_segment(directory: str, log: int) -> str | None:
         if os.path.lexists(path):
             return path
     return None
-
-
-def _decompressed(path: str) -> IO[bytes]:
-    """A sealed segment compressed whole, unpacked into an anonymous temporary file.
-
-    A temporary file, not memory: a hostile archive cannot exhaust memory,
-    and reads keep the random access the record walk needs.
-    """
-    spill: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - the caller owns and closes it
-    try:
-        with open(path, "rb") as raw:
-            if path.endswith(".gz"):
-                with gzip.GzipFile(fileobj=raw) as unpacked:
-                    shutil.copyfileobj(unpacked, spill, READ_CHUNK)
-            else:
-                with zstandard.ZstdDecompressor().stream_reader(raw) as unpacked:
-                    shutil.copyfileobj(unpacked, spill, READ_CHUNK)
-        spill.flush()  # reads use pread on the descriptor, past Python's buffer
-    except FileNotFoundError:
-        spill.close()
-        raise  # the name vanished: the caller looks it up again
-    except (OSError, EOFError, zstandard.ZstdError) as exc:
-        spill.close()
-        raise BadHeaderError(f"compressed segment cannot be unpacked: {exc}", path=path) from exc
-    return spill
 
 
 def _open_regular(path: str) -> int:
@@ -95,17 +78,17 @@ class SegmentFile:
         """
         self.directory = directory
         self.log = log
-        self._spill: IO[bytes] | None = None
+        self._unpacked: CompressedSegment | None = None
         for _ in range(OPEN_ATTEMPTS):
             found = find_segment(directory, log)
             self.path = found or os.path.join(directory, segment_name(log))
             self.compressed = self.path.endswith(COMPRESSED_SUFFIXES)
             try:
+                self.fd = _open_regular(self.path)
                 if self.compressed:
-                    self._spill = _decompressed(self.path)
-                    self.fd = self._spill.fileno()
-                else:
-                    self.fd = _open_regular(self.path)
+                    # Unpacked as far as the walk reads, never beyond the segment's end (openbinlog.compressed).
+                    raw = open(self.fd, "rb", closefd=False)  # noqa: SIM115 - the CompressedSegment closes it
+                    self._unpacked = CompressedSegment(raw, self.path.rsplit(".", 1)[1], path=self.path)
                 return
             except FileNotFoundError as exc:
                 if found is None:
@@ -117,10 +100,10 @@ class SegmentFile:
         raise BinlogIOError(f"segment {log} keeps vanishing while being opened", path=directory, log=log)
 
     def close(self) -> None:
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
-        elif self.fd >= 0:
+        if self._unpacked is not None:
+            self._unpacked.close()
+            self._unpacked = None
+        if self.fd >= 0:
             os.close(self.fd)
         self.fd = -1
 
@@ -131,6 +114,13 @@ class SegmentFile:
         self.close()
 
     def read_at(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes from ``offset``; memory is bounded by the bytes there are (R-10)."""
+        if self._unpacked is not None:
+            try:
+                return self._unpacked.read_at(offset, size)
+            except BinlogError as exc:
+                exc.located(log=self.log)
+                raise
         try:
             return pread(self.fd, size, offset)
         except OSError as exc:
@@ -139,6 +129,17 @@ class SegmentFile:
             ) from exc
 
     def size(self) -> int:
+        """The bytes of the segment (of a compressed one: unpacked, up to its end)."""
+        if self._unpacked is not None:
+            try:
+                return self._unpacked.size()
+            except BinlogError as exc:
+                exc.located(log=self.log)
+                raise
+        return self.stored_size()
+
+    def stored_size(self) -> int:
+        """The size of the file itself (of a compressed segment: the archive's)."""
         try:
             return os.fstat(self.fd).st_size
         except OSError as exc:  # pragma: no cover - fstat of an open descriptor
@@ -168,7 +169,7 @@ class LocalDirectory:
         self.path = path
 
     def segments(self) -> list[int]:
-        return list_segments(self.path)
+        return list_segments(self.path, require_log=True)
 
     def open(self, log: int) -> SegmentFile | None:
         try:

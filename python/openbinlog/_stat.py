@@ -1,16 +1,21 @@
-"""What a log holds, read from its headers (cheap: no record walk for version 2)."""
+"""What a log holds, read from its headers (cheap: no record walk for version 2).
+
+This is the library side of the CLI's ``stat`` and ``meta``: whatever the
+segments hold, it returns or raises a typed ``BinlogError``, and reads no
+more than the walk would.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
-from ._format import HEADER_SIZE, LEGACY_FIRST_RECORD_OFFSET, RECORD_HEADER, SLOT_OFFSETS, SLOT_SIZE
-from ._legacy import iter_legacy_records
+from ._crc import masked_crc32c
+from ._format import HEADER_SIZE, RECORD_HEADER, RECORD_HEADER_CRC_COVERS, RECORD_HEADER_SIZE, SLOT_OFFSETS, SLOT_SIZE
 from ._segment import LegacyHeaderInfo, decode_slot
-from ._segment_file import LocalDirectory, SegmentFile, find_segment, list_segments
+from ._segment_file import LocalDirectory, SegmentFile, list_segments
 from .errors import NotALogError
-from .walk import end_in
+from .walk import LegacyWalk, end_in, legacy_end
 
 
 @dataclass
@@ -43,9 +48,10 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
     out: list[SegmentStat] = []
     legacy_index = 1
     for log in logs:
-        file = find_segment(path, log) or ""
         with SegmentFile(path, log) as segment:
-            item = SegmentStat(log, os.path.basename(file), 0, "blank", segment.compressed, os.path.getsize(file))
+            item = SegmentStat(
+                log, os.path.basename(segment.path), 0, "blank", segment.compressed, segment.stored_size()
+            )
             if segment.is_blank():
                 out.append(item)
                 continue
@@ -53,16 +59,10 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
             if isinstance(header, LegacyHeaderInfo):
                 item.version, item.commit_offset = 1, header.tail
                 item.state = "sealed" if header.closed else "open"  # a successor does not finish it (B.4)
-                data = segment.read_at(LEGACY_FIRST_RECORD_OFFSET, header.tail - LEGACY_FIRST_RECORD_OFFSET)
-                entries = list(
-                    iter_legacy_records(
-                        data, log=log, offset=LEGACY_FIRST_RECORD_OFFSET, tail=header.tail, next_index=legacy_index
-                    )
-                )
-                item.records = len(entries)
-                if entries:
-                    item.first_index, item.last_index = entries[0].index, entries[-1].index
-                legacy_index += len(entries)
+                item.records = _legacy_records(segment, log, legacy_index)
+                if item.records:
+                    item.first_index, item.last_index = legacy_index, legacy_index + item.records - 1
+                legacy_index += item.records
                 out.append(item)
                 continue
             commit = segment.commit(header)
@@ -74,8 +74,7 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
             item.records = next_index - header.base_index
             if item.records:
                 item.first_index, item.last_index = header.base_index, next_index - 1
-                first = segment.read_at(HEADER_SIZE, RECORD_HEADER.size)
-                item.first_timestamp_us = RECORD_HEADER.unpack(first)[6]
+                item.first_timestamp_us = _first_timestamp(segment)
                 item.last_timestamp_us = commit.last_timestamp_us
             item.log_id = header.log_id.hex()
             item.created_us = header.created_us
@@ -97,3 +96,28 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
                 )
             out.append(item)
     return out
+
+
+def _legacy_records(segment: SegmentFile, log: int, first_index: int) -> int:
+    """How many records a version 1 segment holds, counted by the walk (Appendix B.4); its damage raises.
+
+    Counted in runs: the billion empty records of a sparse file cost no work each.
+    """
+    _, end = legacy_end(segment, log)
+    walk = LegacyWalk(segment, path=segment.path, log=log, end=end, next_index=first_index)
+    records = 0
+    while runs := walk.next_runs():
+        records += sum(count for _, count, _ in runs)
+    return records
+
+
+def _first_timestamp(segment: SegmentFile) -> int | None:
+    """The timestamp of the record at offset 256; None unless a whole record header with a valid checksum is there
+    (stat walks no record: a commit point beyond the end of the file, or damage, leaves none to show)."""
+    head = segment.read_at(HEADER_SIZE, RECORD_HEADER_SIZE)
+    if len(head) < RECORD_HEADER_SIZE:
+        return None
+    *_, timestamp_us, _payload_crc, header_crc = RECORD_HEADER.unpack(head)
+    if masked_crc32c(head[RECORD_HEADER_CRC_COVERS]) != header_crc:
+        return None
+    return int(timestamp_us)

@@ -189,7 +189,24 @@ class Subscriber:
         self.directory = _require_log(os.fspath(directory))
         self.name = name
         self.info = get_subscriber(self.directory, name)
-        self.reader = Reader(self.directory, after=self.info.checkpoint, follow=follow)
+        self.reader = self._resume(follow)
+
+    def _resume(self, follow: bool) -> Reader:
+        """After the checkpoint; or from the first record when retention removed exactly what was consumed.
+
+        Retention may remove the segment holding the checkpoint's record
+        (spec 17): the next record is then the first one that remains.
+        """
+        checkpoint = self.info.checkpoint
+        try:
+            return Reader(self.directory, after=checkpoint, follow=follow)
+        except InvalidRefError:
+            logs = list_segments(self.directory)
+            if checkpoint is None or not logs or checkpoint.log >= logs[0]:
+                raise
+            if _first_index(self.directory) != checkpoint.index + 1:
+                raise
+            return Reader(self.directory, follow=follow)
 
     def __iter__(self) -> Subscriber:
         return self

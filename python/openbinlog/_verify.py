@@ -6,10 +6,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._fs import OsFileSystem
 from ._reader import Reader
+from ._recovery import RecoveryAction, plan_open
 from ._segment import LegacyHeaderInfo
-from ._segment_file import LocalDirectory, SegmentFile
-from ._writer import TEMP_NAME, RecoveryAction, Writer
+from ._segment_file import LocalDirectory, SegmentFile, require_log_directory
+from ._writer import Writer
 from .errors import BinlogError
 from .walk import Damage, all_zero, present_segment, tail_walk
 
@@ -67,7 +69,7 @@ def _describe(logs: LocalDirectory, log: int, present: list[int]) -> SegmentRepo
         successor.close()
     has_successor = successor is not None
     with SegmentFile(logs.path, log) as segment:
-        size = segment.size()
+        size = segment.stored_size()  # on disk: a compressed copy is not unpacked to be measured
         if segment.is_blank():
             return SegmentReport(log, segment.path, 0, "blank", None, file_size=size)
         header = segment.header()
@@ -135,47 +137,31 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
     return report
 
 
-def recover(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list[RecoveryAction]:
+class _RecoveringWriter(Writer):
+    """A writer's open, without creating a log where none is left: recovery restores, it does not create."""
+
+    _creates_log = False
+
+
+def recover(
+    directory: str | os.PathLike[str],
+    *,
+    dry_run: bool = False,
+    backup_dir: str | os.PathLike[str] | None = None,
+    check_committed: bool = True,
+) -> list[RecoveryAction]:
     """Bring the log to a state a writer may append to; return what was (or would be) done.
 
-    Recovery never touches committed data: damage at or below a commit
-    point raises instead. With ``dry_run`` nothing is written.
+    The writer's recovery planner decides, for the dry run too, so both list
+    the same actions and refuse the same logs. Recovery never touches
+    committed data: damage at or below a commit point raises instead, and a
+    refusal changes no file. ``backup_dir`` keeps a copy of every byte removed.
+    ``check_committed=False`` skips the check of committed records (W-26), for
+    an operator who repairs the tail of a log whose damage is reported apart.
     """
     path = os.fspath(directory)
+    require_log_directory(path)
     if dry_run:
-        report = verify(path)
-        actions: list[RecoveryAction] = []
-        for name in sorted(os.listdir(path)):
-            if TEMP_NAME.match(name):
-                actions.append(RecoveryAction("remove_temp", os.path.join(path, name)))
-        for seg in report.segments:
-            if seg.state == "blank" and seg is report.segments[-1]:
-                actions.append(RecoveryAction("remove_blank_segment", seg.path, log=seg.log))
-            tail = seg.tail
-            if tail is None or seg.state != "open":
-                continue  # recovery only ever touches the tail of an open last segment
-            # In the order a real recovery reports them (Writer._settle_tail).
-            if tail.extra_bytes:
-                actions.append(
-                    RecoveryAction(
-                        "truncate_tail",
-                        seg.path,
-                        log=seg.log,
-                        offset=tail.valid_end,
-                        bytes=tail.extra_bytes,
-                        detail=tail.stop_reason,
-                    )
-                )
-            if tail.adoptable_records:
-                actions.append(
-                    RecoveryAction(
-                        "adopt_records",
-                        seg.path,
-                        log=seg.log,
-                        offset=tail.commit_offset,
-                        records=tail.adoptable_records,
-                    )
-                )
-        return actions
-    with Writer(path) as writer:
+        return plan_open(OsFileSystem(), path, verify=check_committed).actions()
+    with _RecoveringWriter(path, backup_dir=backup_dir, verify_on_open=check_committed) as writer:
         return list(writer.recovery)

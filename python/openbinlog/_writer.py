@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import secrets
 import threading
 import time
@@ -20,9 +19,10 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Literal
 
-from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SEGMENT_NAME, segment_name
+from ._format import HEADER_SIZE, LOCK_NAME, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SEGMENT_NAME, segment_name
 from ._fs import FileSystem, OsFileSystem
-from ._records import RecordDecoder, encode_record
+from ._records import encode_record
+from ._recovery import FdSource, LastSegment, RecoveryAction, SealPlan, TailPlan, plan_open, plan_tail
 from ._ref import Ref
 from ._segment import (
     CommitState,
@@ -40,18 +40,20 @@ from .errors import (
     BinlogError,
     BinlogIOError,
     LegacyLogError,
+    LogFullError,
     PayloadTooLargeError,
     WriterClosedError,
     WriterFailedError,
 )
-from .walk import TailScan, is_blank, next_entries, tail_walk
 
 Durability = Literal["sync", "group", "os", "strict"]
 DURABILITY_MODES: tuple[Durability, ...] = ("sync", "group", "os", "strict")
-LOCK_NAME = "LOCK"
-TEMP_NAME = re.compile(r"^\.\d{8}\.dat\.[0-9a-f]+\.tmp$")
 ZERO_CHUNK = bytes(1 << 20)
 QUIET_GAPS = 4  # a gathering leader stops after this many average arrival gaps without an arrival
+MAX_LOG_NUMBER = 99_999_999  # eight digits (W-1)
+MAX_COUNTER = 2**64 - 1  # generations and indexes are unsigned 64-bit fields
+MAX_ASQN = 2**63 - 1  # asqn is a signed 64-bit field
+LOCK_ATTEMPTS = 8  # reopenings of a LOCK that was removed or replaced while we waited for it
 
 
 def _now_us() -> int:
@@ -90,20 +92,6 @@ class _Call:
         self.wake.acquire()
 
 
-@dataclass(frozen=True, slots=True)
-class _FdSource:
-    """A descriptor the writer holds, as a source of the walk: reads go through its file-system layer."""
-
-    fs: FileSystem
-    fd: int
-
-    def read_at(self, offset: int, size: int) -> bytes:
-        return self.fs.pread(self.fd, size, offset)
-
-    def size(self) -> int:
-        return self.fs.size(self.fd)
-
-
 @dataclass
 class _OpenSegment:
     log: int
@@ -132,7 +120,7 @@ class _DirectoryLock:
         writer = self._writer
         writer._io_mutex.acquire()
         try:
-            writer._fs.lock(writer._lock_fd)
+            writer._take_lock()
         except OSError as exc:
             writer._io_mutex.release()
             raise BinlogIOError(f"cannot lock the log: {exc.strerror}", path=writer.directory) from exc
@@ -148,19 +136,6 @@ class _DirectoryLock:
             writer._fs.unlock(writer._lock_fd)
         finally:
             writer._io_mutex.release()
-
-
-@dataclass
-class RecoveryAction:
-    """One change recovery made (or would make) to the directory."""
-
-    action: str  # truncate_tail, zero_tail, adopt_records, remove_temp, remove_blank_segment, seal, create_successor
-    path: str
-    log: int | None = None
-    offset: int | None = None
-    bytes: int = 0
-    records: int = 0
-    detail: str = ""
 
 
 class Writer:
@@ -229,10 +204,10 @@ class Writer:
             raise BinlogIOError(f"cannot open the lock file: {exc.strerror}", path=self.directory) from exc
         try:
             with self._os_errors("cannot open the log for writing"), self._locked:
-                self._open_last(verify=verify_on_open)
-                self._prepare()
-                if preallocate:
-                    self._start_spare()
+                if self._open(verify=verify_on_open) is not None:
+                    self._prepare()
+                    if preallocate:
+                        self._start_spare()
         except BaseException:
             self._release_files()
             raise
@@ -257,6 +232,12 @@ class Writer:
         try:
             with self._os_errors("cutover failed"), self._locked:
                 segment, commit = self._prepare()
+                if segment.log >= MAX_LOG_NUMBER:
+                    raise LogFullError(
+                        f"segment {MAX_LOG_NUMBER} is the last a log may have: no cutover beyond it (W-1)",
+                        path=segment.path,
+                        log=segment.log,
+                    )
                 return self._cut_over(segment, commit).log
         except BinlogIOError as exc:
             self._failed = exc  # as for a failed commit: nothing more until reopened (W-19)
@@ -337,6 +318,9 @@ class Writer:
                 raise PayloadTooLargeError(
                     f"payload of {len(ticket.payload)} bytes exceeds {MAX_PAYLOAD_SIZE}", path=self.directory
                 )
+            # Refused before queueing: a value the format cannot hold must not fail the others' batch.
+            if not isinstance(ticket.asqn, int) or not NO_ASQN <= ticket.asqn <= MAX_ASQN:
+                raise AsqnOrderError(f"asqn {ticket.asqn!r} is outside -1 to 2^63-1", path=self.directory)
         call = _Call(tickets)
         with self._queue_mutex:
             self._check_usable()
@@ -461,11 +445,16 @@ class Writer:
                 raise WriterFailedError(
                     "an earlier write or sync failed; reopen the log to continue", path=self.directory
                 )
+            written: list[tuple[_Ticket, Ref]] = []
             with self._locked:
                 segment, commit = self._prepare()
                 todo = batch
                 while todo:
-                    todo, segment, commit = self._commit_some(todo, segment, commit)
+                    todo, segment, commit = self._commit_some(todo, segment, commit, written)
+            # Only now: a cutover that fails after a part was published acknowledges nothing (W-19).
+            for ticket, ref in written:
+                ticket.ref = ref
+                ticket.done = True
         except BaseException as exc:
             error: BaseException = exc
             if isinstance(exc, OSError):
@@ -480,9 +469,11 @@ class Writer:
                     ticket.done = True
 
     def _commit_some(
-        self, tickets: list[_Ticket], segment: _OpenSegment, commit: CommitState
+        self, tickets: list[_Ticket], segment: _OpenSegment, commit: CommitState, done: list[tuple[_Ticket, Ref]]
     ) -> tuple[list[_Ticket], _OpenSegment, CommitState]:
-        """Write, sync and publish as many of ``tickets`` as fit in ``segment``."""
+        """Write, sync and publish as many of ``tickets`` as fit in ``segment``; add them to ``done``."""
+        if commit.generation >= MAX_COUNTER:
+            raise LogFullError("the commit generation is used up: start a new log", path=segment.path, log=segment.log)
         capacity = segment.header.capacity or None
         offset, index = commit.commit_offset, commit.next_index
         last_asqn, last_timestamp = commit.last_asqn, commit.last_timestamp_us
@@ -491,6 +482,10 @@ class Writer:
         written: list[tuple[_Ticket, Ref]] = []
         rest: list[_Ticket] = []
         for position, ticket in enumerate(tickets):
+            if index > MAX_COUNTER:
+                ticket.error = LogFullError("record indexes are used up: start a new log", path=self.directory)
+                ticket.done = True
+                continue
             if ticket.asqn != NO_ASQN and (ticket.asqn < 0 or ticket.asqn <= last_asqn):
                 ticket.error = AsqnOrderError(
                     f"asqn {ticket.asqn} is not above the log's last asqn {last_asqn}", path=self.directory, index=index
@@ -503,6 +498,12 @@ class Writer:
                     ticket.error = PayloadTooLargeError(
                         f"a record of {len(record)} bytes cannot fit a preallocated segment of {capacity}",
                         path=self.directory,
+                    )
+                    ticket.done = True
+                    continue
+                if segment.log >= MAX_LOG_NUMBER:
+                    ticket.error = LogFullError(
+                        f"segment {MAX_LOG_NUMBER} is full and is the last a log may have (W-1)", path=segment.path
                     )
                     ticket.done = True
                     continue
@@ -521,11 +522,9 @@ class Writer:
             # Built directly: dataclasses.replace costs a tenth of a buffered append.
             commit = CommitState(commit.generation + 1, offset, index, last_asqn, now, commit.next_log_number)
             self._publish(segment, commit)
-            for ticket, ref in written:
-                ticket.ref = ref
-                ticket.done = True
+            done += written
         full = bool(rest) or (self.max_segment_bytes is not None and commit.commit_offset >= self.max_segment_bytes)
-        if full:
+        if full and segment.log < MAX_LOG_NUMBER:  # the last segment a log may have keeps growing (2.2)
             segment = self._cut_over(segment, commit)
             commit = self._read_commit(segment)
         return rest, segment, commit
@@ -549,6 +548,8 @@ class Writer:
         if not os.path.isdir(self.directory):
             raise BinlogIOError("not a directory", path=self.directory)
 
+    _creates_log = True  # a directory left without segments gets segment 1 (spec 2.4)
+
     def _refuse_legacy(self) -> None:
         """Refuse a version 1 log before leaving any trace in it (the check is repeated under the lock)."""
         logs = list_segments(self.directory)
@@ -569,6 +570,24 @@ class Writer:
             yield
         except OSError as exc:
             raise BinlogIOError(f"{what}: {exc}", path=getattr(exc, "filename", None) or self.directory) from exc
+
+    def _take_lock(self) -> None:
+        """Lock ``LOCK``, and make sure the name still leads to the file locked (spec 9).
+
+        Someone deleting or replacing ``LOCK`` while writers run would let the
+        next writer lock another file and commit beside us: reopen the name
+        and lock what it names now, so every writer converges on one file.
+        """
+        path = self._path(LOCK_NAME)
+        for _ in range(LOCK_ATTEMPTS):
+            self._fs.lock(self._lock_fd)
+            if self._fs.same_file(self._lock_fd, path):
+                return
+            self._fs.unlock(self._lock_fd)
+            self._fs.close(self._lock_fd)
+            self._lock_fd = -1
+            self._lock_fd = self._fs.open_write(path, create=True)
+        raise BinlogIOError("LOCK keeps being removed or replaced: no lock can be relied on", path=path)
 
     def _release_files(self) -> None:
         if self._segment is not None:
@@ -611,98 +630,71 @@ class Writer:
             self._fs.close(segment.fd)
             self._segment = segment = None
         if segment is None:
-            segment = self._open_last(verify=False)
+            segment = self._open(verify=False)
+            assert segment is not None  # only a recovering open leaves no segment, and it never commits
         commit = self._read_commit(segment)
         if commit.closed:
-            # Sealed, yet no successor: a cutover stopped after sealing. Finish it.
+            # Sealed, yet no successor: a cutover stopped after sealing. Finish it (W-29).
             segment = self._create_successor(segment, commit)
+            self.recovery.append(RecoveryAction("create_successor", segment.path, log=segment.log))
             commit = self._read_commit(segment)
         return segment, self._recover_tail(segment, commit)
 
-    def _open_last(self, *, verify: bool) -> _OpenSegment:
-        names = self._fs.listdir(self.directory)
-        for name in names:
-            if TEMP_NAME.match(name):
-                self._backup_file(self._path(name))
-                self._fs.unlink(self._path(name))
-                self.recovery.append(RecoveryAction("remove_temp", self._path(name)))
-        logs = sorted({int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))})
-        while logs:
-            last = logs[-1]
-            path = self._path(segment_name(last))
-            fd = self._fs.open_write(path)
-            data = self._fs.pread(fd, HEADER_SIZE, 0)
-            if not is_blank(_FdSource(self._fs, fd)):
-                break
-            # Its header never became durable, so it never held a record.
-            self._fs.close(fd)
-            self._backup_file(path)
-            self._fs.unlink(path)
-            self.recovery.append(RecoveryAction("remove_blank_segment", path, log=last))
-            logs.pop()
+    def _open(self, *, verify: bool) -> _OpenSegment | None:
+        """Under the lock: carry out the recovery plan (spec 7.4, 8.5, 8.2 step 4, 7.2), open the last segment.
+
+        The plan is decided before anything changes, by the planner the dry run
+        shares, so a refusal leaves every file as it was. A directory left
+        without segments gets segment 1 (spec 2.4), unless this open only recovers.
+        """
+        plan = plan_open(self._fs, self.directory, verify=verify)
+        for name in plan.temps:
+            self._backup_file(self._path(name))
+            self._fs.unlink(self._path(name))
+        for log in plan.blanks:
+            self._backup_file(self._path(segment_name(log)))
+            self._fs.unlink(self._path(segment_name(log)))
         # Always: a previous writer's directory sync may have failed, and the
         # segments we are about to append to must not lose their names (W-25).
         self._fs.fsync_dir(self.directory)
-        if not logs:
-            segment = self._create_segment(
+        self.recovery += plan.actions()
+        if plan.last is None:
+            if not self._creates_log:
+                return None
+            self._segment = self._create_segment(
                 1, log_id=secrets.token_bytes(16), base_index=1, last_asqn=NO_ASQN, last_timestamp_us=0
             )
-            self._segment = segment
-            return segment
-        try:
-            header = parse_header(data, log=last)
-        except BinlogError as exc:
-            self._fs.close(fd)
-            raise exc.located(path=path) from None
-        if isinstance(header, LegacyHeaderInfo):
-            self._fs.close(fd)
-            raise LegacyLogError(
-                "a version 1 (jPOS-EE) log is read-only: writers write version 2 only", path=path, log=last, offset=4
-            )
-        segment = _OpenSegment(last, path, fd, header)
+            return self._segment
+        if plan.seal is not None:
+            self._apply_seal(plan.seal)
+        return self._open_planned_last(plan.last)
+
+    def _open_planned_last(self, last: LastSegment) -> _OpenSegment:
+        if last.compressed:
+            # A sealed segment compressed while a blank successor stood behind it: continue after it (W-29).
+            self._segment = self._next_segment(last.log, last.header.log_id, last.commit)
+            return self._segment
+        path = self._path(segment_name(last.log))
+        segment = _OpenSegment(last.log, path, self._fs.open_write(path), last.header)
         self._segment = segment
-        if verify:
-            self._verify_committed(segment)
-        if len(logs) > 1:
-            self._seal_finished(logs[-2], header)
+        if last.tail is not None:
+            self._apply_tail(segment, last.tail)
+            segment.tail_checked = True
+        if last.create_successor:
+            segment = self._create_successor(segment, last.commit)
         return segment
 
-    def _verify_committed(self, segment: _OpenSegment) -> None:
-        """Refuse to append after committed data that does not check out."""
-        commit = self._read_commit(segment)
-        decoder = RecordDecoder(
-            log=segment.log, offset=HEADER_SIZE, next_index=segment.header.base_index, limit=commit.commit_offset
-        )
-        try:
-            fed = HEADER_SIZE
-            while True:
-                entries, fed = next_entries(decoder, _FdSource(self._fs, segment.fd), fed=fed, end=commit.commit_offset)
-                if not entries:
-                    break
-        except BinlogError as exc:
-            raise exc.located(path=segment.path) from None
-
-    def _seal_finished(self, log: int, successor: SegmentHeaderInfo) -> None:
-        """Seal a predecessor left open by a cutover that stopped before sealing."""
-        path = self._path(segment_name(log))
-        if not self._fs.exists(path):
-            return  # only a compressed copy: compression takes sealed segments only
+    def _apply_seal(self, plan: SealPlan) -> None:
+        """Seal a predecessor left open by a cutover that stopped before sealing (spec 8.5)."""
+        path = plan.tail.path
         fd = self._fs.open_write(path)
         try:
-            data = self._fs.pread(fd, HEADER_SIZE, 0)
-            header = parse_header(data, log=log)
-            if isinstance(header, LegacyHeaderInfo) or header.commit.closed:
-                return
-            scan = tail_walk(
-                _FdSource(self._fs, fd), log=log, commit=header.commit, stop_before_index=successor.base_index
-            )
-            if scan.next_index != successor.base_index:
-                return  # the chain is broken; readers report it, a writer does not paper over it
-            segment = _OpenSegment(log, path, fd, header)
-            commit = self._settle_tail(segment, header.commit, scan)
-            self._publish(segment, replace(commit, generation=commit.generation + 1, next_log_number=successor.log))
+            header = parse_header(self._fs.pread(fd, HEADER_SIZE, 0), log=plan.tail.log)
+            assert isinstance(header, SegmentHeaderInfo)
+            segment = _OpenSegment(plan.tail.log, path, fd, header)
+            self._apply_tail(segment, plan.tail)
+            self._publish(segment, plan.sealed)
             self._fs.fdatasync(fd)
-            self.recovery.append(RecoveryAction("seal", path, log=log, offset=commit.commit_offset))
         except BinlogError as exc:
             raise exc.located(path=path) from None
         finally:
@@ -723,64 +715,41 @@ class Writer:
             probe = self._fs.pread(segment.fd, RECORD_HEADER_SIZE, commit.commit_offset)
             if probe == ZERO_CHUNK[: len(probe)]:
                 return commit
-        scan = tail_walk(_FdSource(self._fs, segment.fd), log=segment.log, commit=commit)
+        plan = plan_tail(
+            FdSource(self._fs, segment.fd), log=segment.log, path=segment.path, header=segment.header, commit=commit
+        )
         segment.tail_checked = True
-        return self._settle_tail(segment, commit, scan)
+        self.recovery += plan.actions()
+        return self._apply_tail(segment, plan)
 
-    def _settle_tail(self, segment: _OpenSegment, commit: CommitState, scan: TailScan) -> CommitState:
-        changed = False
-        if scan.extra_bytes:
+    def _apply_tail(self, segment: _OpenSegment, plan: TailPlan) -> CommitState:
+        """Steps 3 to 5 of spec 7.2, as planned."""
+        scan = plan.scan
+        if not plan.changes:
+            return plan.commit
+        if plan.clear is not None:
             self._backup(
                 segment.path, scan.end, scan.file_size - scan.end, lambda at, n: self._fs.pread(segment.fd, n, at)
             )
-            if segment.header.preallocated:
-                changed = self._zero_fill(segment, scan.end, scan.file_size)
-                action = "zero_tail"
+            if plan.clear == "zero_tail":
+                self._zero_fill(segment.fd, scan.end, scan.file_size)
             else:
                 self._fs.truncate(segment.fd, scan.end)
-                changed, action = True, "truncate_tail"
-            if changed:
-                self.recovery.append(
-                    RecoveryAction(
-                        action,
-                        segment.path,
-                        log=segment.log,
-                        offset=scan.end,
-                        bytes=scan.extra_bytes,
-                        detail=scan.stop.reason,
-                    )
-                )
-        if scan.records:
-            self.recovery.append(
-                RecoveryAction(
-                    "adopt_records", segment.path, log=segment.log, offset=commit.commit_offset, records=scan.records
-                )
-            )
-        if not changed and not scan.records:
-            return commit
-        if scan.records:
+        if plan.adopted is not None:
             # After a failed sync Linux may have marked these pages clean, so what
             # we read may never have reached the disk: write the header we rely on
             # and the records we adopt again, so that the sync below really puts
             # them there before a new slot goes over the old one (W-23).
             header = self._fs.pread(segment.fd, HEADER_SIZE, 0)
             self._fs.pwrite(segment.fd, header, 0)
-            walked = self._fs.pread(segment.fd, scan.end - commit.commit_offset, commit.commit_offset)
-            self._fs.pwrite(segment.fd, walked, commit.commit_offset)
+            walked = self._fs.pread(segment.fd, scan.end - plan.commit.commit_offset, plan.commit.commit_offset)
+            self._fs.pwrite(segment.fd, walked, plan.commit.commit_offset)
         self._fs.fdatasync(segment.fd)
-        if not scan.records:
-            return commit
-        adopted = replace(
-            commit,
-            generation=commit.generation + 1,
-            commit_offset=scan.end,
-            next_index=scan.next_index,
-            last_asqn=scan.last_asqn,
-            last_timestamp_us=scan.last_timestamp_us,
-        )
-        self._publish(segment, adopted)
+        if plan.adopted is None:
+            return plan.commit
+        self._publish(segment, plan.adopted)
         self._fs.fdatasync(segment.fd)
-        return adopted
+        return plan.adopted
 
     def _backup(self, path: str, offset: int, size: int, read_at: Callable[[int, int], bytes]) -> None:
         """Copy bytes recovery is about to remove, when the writer was asked to keep them."""
@@ -805,21 +774,18 @@ class Writer:
         with open(path, "rb") as source:
             self._backup(path, 0, os.fstat(source.fileno()).st_size, lambda at, n: os.pread(source.fileno(), n, at))
 
-    def _zero_fill(self, segment: _OpenSegment, start: int, end: int) -> bool:
+    def _zero_fill(self, fd: int, start: int, end: int) -> None:
         """Zero every non-zero byte in [start, end): stale records must never be adopted later.
 
         Backwards, so that a crash halfway leaves the non-zero bytes next to the
         commit point, where the next writer's probe finds them (W-22).
         """
-        changed = False
         offset = end
         while offset > start:
             size = min(len(ZERO_CHUNK), offset - start)
             offset -= size
-            if self._fs.pread(segment.fd, size, offset) != ZERO_CHUNK[:size]:
-                self._fs.pwrite(segment.fd, ZERO_CHUNK[:size], offset)
-                changed = True
-        return changed
+            if self._fs.pread(fd, size, offset) != ZERO_CHUNK[:size]:
+                self._fs.pwrite(fd, ZERO_CHUNK[:size], offset)
 
     def _create_segment(
         self, log: int, *, log_id: bytes, base_index: int, last_asqn: int, last_timestamp_us: int
@@ -881,6 +847,7 @@ class Writer:
             return
         temp = self._path(f".{segment_name(0)}.{secrets.token_hex(8)}.tmp")
         fd = self._fs.open_write(temp, create=True, exclusive=True)
+        self._fs.hold(fd)  # filled without the log's lock: other writers' clean-up must leave it (7.4)
         capacity = self.preallocate or 0
 
         def fill() -> None:
@@ -922,19 +889,20 @@ class Writer:
             self._fs.close(spare[1])
             self._fs.unlink(spare[0])
 
-    def _next_segment(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
-        """Segment N+1, continuing N's chain: same log id, the next index, the order checks' history."""
+    def _next_segment(self, log: int, log_id: bytes, commit: CommitState) -> _OpenSegment:
+        """Segment ``log`` + 1, continuing its chain: same log id, the next index, the order checks' history."""
+        if log >= MAX_LOG_NUMBER:
+            raise LogFullError(f"no segment after {MAX_LOG_NUMBER} (W-1)", path=self.directory, log=log)
         return self._create_segment(
-            segment.log + 1,
-            log_id=segment.header.log_id,
+            log + 1,
+            log_id=log_id,
             base_index=commit.next_index,
             last_asqn=commit.last_asqn,
             last_timestamp_us=commit.last_timestamp_us,
         )
 
     def _create_successor(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
-        successor = self._next_segment(segment, commit)
-        self.recovery.append(RecoveryAction("create_successor", successor.path, log=successor.log))
+        successor = self._next_segment(segment.log, segment.header.log_id, commit)
         self._fs.close(segment.fd)
         self._segment = successor
         return successor
@@ -942,7 +910,7 @@ class Writer:
     def _cut_over(self, segment: _OpenSegment, commit: CommitState) -> _OpenSegment:
         # Step 0: every record of this segment is durable before the next claims its index.
         self._fs.fdatasync(segment.fd)
-        successor = self._next_segment(segment, commit)
+        successor = self._next_segment(segment.log, segment.header.log_id, commit)
         self._publish(segment, replace(commit, generation=commit.generation + 1, next_log_number=successor.log))
         self._fs.fdatasync(segment.fd)
         self._fs.close(segment.fd)

@@ -124,7 +124,7 @@ class BinlogIOError(BinlogError):
 
 
 class NotALogError(BinlogIOError):
-    """The path is missing, not a directory, or holds no segment."""
+    """The path is missing, not a directory, or holds neither a segment nor ``LOCK`` (spec 2.3)."""
 
     error_class = "io_error"
 
@@ -137,6 +137,12 @@ class WriterFailedError(BinlogError):
 
 class WriterClosedError(BinlogError):
     error_class = "writer_closed"
+
+
+class LogFullError(BinlogError):
+    """The log cannot take this append or cutover: its log numbers (W-1) or 64-bit counters are used up."""
+
+    error_class = "log_full"
 
 
 class AsqnOrderError(BinlogError, ValueError):

@@ -43,7 +43,7 @@ from ._format import (
     RECORD_HEADER_SIZE,
     SLOT_OFFSETS,
 )
-from ._legacy import iter_legacy_records
+from ._legacy import LegacyRun, legacy_entries, legacy_runs
 from ._records import BATCH_ENTRIES, Entry, RecordDecoder, TailStop
 from ._ref import Ref
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, active_commit, parse_header
@@ -75,7 +75,11 @@ class Source(Protocol):
     """Random read access to the bytes of one segment file."""
 
     def read_at(self, offset: int, size: int) -> bytes:
-        """Up to ``size`` bytes from ``offset``; fewer only where the file ends."""
+        """Up to ``size`` bytes from ``offset``; fewer only where the file ends.
+
+        ``size`` may come from a length field: the read must cost memory for
+        the bytes it returns, never for the bytes it was asked for (R-10).
+        """
         ...
 
     def size(self) -> int: ...
@@ -220,7 +224,7 @@ def all_zero(source: Source, start: int = 0) -> bool:
     """Every byte of ``source`` from ``start`` to its end is zero."""
     size, at = source.size(), start
     while at < size:
-        chunk = source.read_at(at, min(HEADER_SIZE if at == 0 else READ_CHUNK, size - at))
+        chunk = source.read_at(at, min(READ_CHUNK, size - at))
         if not chunk:
             break
         if chunk.count(0) != len(chunk):
@@ -238,7 +242,8 @@ def is_blank(source: Source) -> bool:
     preallocated segment's space (its version 0 says ``unsupported_version``):
     records are reported, never dropped.
     """
-    return source.size() <= HEADER_SIZE and all_zero(source, 0)
+    head = source.read_at(0, HEADER_SIZE + 1)  # one byte beyond the header says whether the file is longer
+    return len(head) <= HEADER_SIZE and head.count(0) == len(head)
 
 
 def read_header(source: Source, log: int) -> Header:
@@ -307,10 +312,8 @@ def next_entries(
             decoder.end_of_input()
             continue
         start, held = decoder.offset, decoder.pending()
+        # A long record is read whole: ``read_at`` costs only the bytes the file holds, whatever its length says.
         want = min(max(held + decoder.wanted(), READ_CHUNK), end - start)
-        if want > READ_CHUNK:
-            # A long record: never ask for bytes the file does not hold, whatever its length says (R-10).
-            want = min(want, source.size() - start)
         data = source.read_at(start, want)
         if len(data) <= held:  # nothing new: the file ends before ``end``
             end = fed
@@ -824,7 +827,7 @@ def split_range(
 class LegacyWalk:
     """The records of one version 1 segment, numbered from ``next_index`` (Appendix B.4, B.5).
 
-    Checked by ``iter_legacy_records`` in windows; a record larger than a
+    Checked by ``legacy_runs`` in windows; a record larger than a
     window widens it. A tolerant walk reports damage with the bytes up to S'
     as skipped and ends: version 1 records carry nothing to resynchronise on.
     """
@@ -865,45 +868,54 @@ class LegacyWalk:
 
     def next_batch(self, most: int = BATCH_ENTRIES) -> list[Entry]:
         del most  # a window's records come together
+        first = self.next_index
+        return list(legacy_entries(self.next_runs(), log=self.log, next_index=first))
+
+    def next_runs(self) -> list[LegacyRun]:
+        """The records ``next_batch`` returns, as the runs of ``legacy_runs``, before any entry is made:
+        a caller that counts them (``stat``) does no work per empty record of a sparse file."""
         if self._pending is not None:
             error, self._pending = self._pending, None
             raise error
-        entries: list[Entry] = []
-        if self.over:
-            return entries
-        tail, at = self.end.offset, self.offset
-        while at < tail and not entries:
-            available = min(tail, self.source.size())
-            data = self.source.read_at(at, max(min(available, at + self.window) - at, 0))
-            cut_by_window = at + len(data) < available
-            try:
-                for entry in iter_legacy_records(data, log=self.log, offset=at, tail=tail, next_index=self.next_index):
-                    entries.append(entry)
-            except TruncatedError as exc:
-                if not cut_by_window:
-                    self._damaged(exc, entries)
-                elif not entries:  # one record longer than the window: widen it to that record
-                    head = self.source.read_at(at, LEGACY_LENGTH_SIZE)
-                    self.window = max(self.window, LEGACY_LENGTH_SIZE + int.from_bytes(head, "big", signed=True))
-            except BinlogError as exc:
-                self._damaged(exc, entries)
-            if entries:
-                self.offset, self.next_index = entries[-1].offset + entries[-1].size, entries[-1].index + 1
+        runs: list[LegacyRun] = []
+        tail = self.end.offset
+        while not runs and not self.over and self._pending is None and self.offset < tail:
             at = self.offset
-            if self.over or self._pending is not None:
-                break
-        if not entries and self._pending is not None:
+            want = min(tail - at, self.window)
+            data = self.source.read_at(at, want)
+            failed: BinlogError | None = None
+            try:
+                for run in legacy_runs(data, log=self.log, offset=at, tail=tail, next_index=self.next_index):
+                    runs.append(run)
+            except BinlogError as exc:
+                failed = exc
+            if runs:
+                last, count, payload = runs[-1]
+                self.offset = last + count * LEGACY_LENGTH_SIZE + len(payload)
+                self.next_index += sum(run[1] for run in runs)
+            if failed is None:
+                continue
+            if isinstance(failed, TruncatedError) and len(data) == want and at + want < tail:
+                # Cut by the window, not by the file or the tail: the next read starts after the last record,
+                # or, when a record is longer than the window, reads it whole (the window grows every time).
+                if not runs:
+                    head = self.source.read_at(at, LEGACY_LENGTH_SIZE)
+                    length = int.from_bytes(head, "big", signed=True)
+                    self.window = max(2 * self.window, LEGACY_LENGTH_SIZE + length)
+                continue
+            self._damaged(failed)
+        if not runs and self._pending is not None:
             error, self._pending = self._pending, None
             raise error
-        return entries
+        return runs
 
-    def _damaged(self, error: BinlogError, before: list[Entry]) -> None:
+    def _damaged(self, error: BinlogError) -> None:
+        """Damage at ``offset``, after the records before it."""
         error.located(path=self.path)
         if not self.tolerant:
             self._pending = error  # after the records before it (R-9)
             return
-        at = before[-1].offset + before[-1].size if before else self.offset
-        skipped = max(min(self.end.offset, self.source.size()) - at, 0)
+        skipped = max(min(self.end.offset, self.source.size()) - self.offset, 0)
         self.damage.append(Damage.from_error(error, bytes_skipped=skipped, next_index=None))
         self.over = True
 

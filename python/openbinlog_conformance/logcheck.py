@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from openbinlog import BinlogError
-from openbinlog._format import SEGMENT_NAME
+from openbinlog._format import LOCK_NAME, SEGMENT_NAME
+from openbinlog._recovery import is_temp_name
 from openbinlog._segment import SegmentHeaderInfo, encode_mirror, parse_header
-from openbinlog._writer import LOCK_NAME, TEMP_NAME
 
 Json = dict[str, Any]
 
@@ -59,7 +59,7 @@ def directory_problems(directory: str) -> list[str]:
     lock = Path(directory, LOCK_NAME)
     if lock.exists() and lock.stat().st_size != 0:
         problems.append(f"W-34: {LOCK_NAME} is {lock.stat().st_size} bytes, not zero-length")
-    temps = sorted(name for name in os.listdir(directory) if TEMP_NAME.match(name))
+    temps = sorted(name for name in os.listdir(directory) if is_temp_name(name))
     if temps:
         problems.append(f"W-25/W-28: temporary files left: {', '.join(temps)}")
     return problems

@@ -58,3 +58,56 @@ log_tails = st.one_of(
     st.binary(min_size=1, max_size=100),
     st.just(b"\xff" * 45),
 )
+
+# Hostile input (test_hostile_input.py): one of the small logs built there, and what is done to it. Each mutation
+# is (kind, where, value): ``where`` picks the segment, record or byte, ``value`` the number that is forged or the bit
+# that is flipped; forged fields get valid checksums, so they reach the checks behind them.
+HOSTILE_LOGS = ("v2", "v2_preallocated", "v1")
+SEGMENT_MUTATIONS = (
+    "flip",  # one bit anywhere
+    "truncate",
+    "zero",  # a range of zero bytes: unwritten space, or the length fields of empty version 1 records
+    "append",  # bytes after the end: zeros, 0xff, or a forged record header
+    "record_length",  # a record's length field (version 2: under a valid header checksum)
+    "commit_offset",  # the active slot's, or a newer generation's in the other slot, under a valid slot checksum
+    "next_index",
+    "legacy_tail",  # a version 1 header's last element position
+    "checkpoint",  # a subscriber's stored ref
+)
+hostile_numbers = st.one_of(
+    st.sampled_from(
+        [0, 1, 4, 35, 36, 40, 248, 252, 255, 256, 257, 296, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1]
+    ),
+    st.integers(min_value=0, max_value=4096),
+    st.integers(min_value=0, max_value=2**64 - 1),
+)
+segment_mutations = st.lists(
+    st.tuples(st.sampled_from(SEGMENT_MUTATIONS), st.integers(min_value=0, max_value=2**32 - 1), hostile_numbers),
+    min_size=1,
+    max_size=3,
+)
+# A hostile log: which base log, its mutations, and which segment (modulo their count) is stored compressed
+# (None: none; "flip" or "cut" to damage the archive itself afterwards, by ``where``).
+hostile_logs = st.tuples(
+    st.sampled_from(HOSTILE_LOGS),
+    segment_mutations,
+    st.one_of(
+        st.none(),
+        st.tuples(
+            st.sampled_from(("gz", "zst")),
+            st.integers(min_value=0, max_value=7),
+            st.sampled_from((None, "flip", "cut")),
+            st.integers(min_value=0, max_value=2**32 - 1),
+        ),
+    ),
+)
+# Version 1 record bytes for the bulk walk of empty records: runs of zero bytes (each four of them an empty
+# record, three or fewer the start of a length field), records with data, and garbage.
+legacy_pieces = st.lists(
+    st.one_of(
+        st.integers(min_value=1, max_value=64).map(bytes),
+        st.binary(max_size=40).map(lambda data: len(data).to_bytes(4, "big") + data),
+        st.binary(min_size=1, max_size=8),
+    ),
+    max_size=20,
+)

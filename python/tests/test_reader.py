@@ -223,8 +223,16 @@ def test_missing_directory_is_a_typed_error(tmp_path: Path) -> None:
         Reader(tmp_path / "absent")
 
 
-def test_empty_directory_reads_as_an_empty_log(tmp_path: Path) -> None:
+def test_directory_with_only_lock_reads_as_an_empty_log(tmp_path: Path) -> None:
+    (tmp_path / "LOCK").touch()
     assert read_entries(tmp_path) == []
+
+
+@pytest.mark.spec("R-42")
+def test_directory_with_neither_segment_nor_lock_is_not_a_log(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("the parent of a log, say")
+    with pytest.raises(NotALogError, match="not a log directory"):
+        read_entries(tmp_path)
 
 
 @pytest.mark.spec("R-25", "R-26")

@@ -24,13 +24,14 @@ from pyspark.sql.types import DateType, IntegerType, LongType, StringType, Struc
 from openbinlog.errors import BinlogIOError, NotALogError
 
 from .options import ReadOptions
-from .storage import Storage, is_local
+from .storage import COMPRESSIONS, Storage, is_local
 
-SEGMENT_FILE = re.compile(r"^(\d{8})\.dat(?:\.(gz|zst))?$")
+# ASCII digits, anchored at both ends: \d takes any Unicode digit and $ a name or value ending in a newline.
+SEGMENT_FILE = re.compile(r"\A([0-9]{8})\.dat(?:\.(gz|zst))?\Z")
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _GLOB_MAGIC = re.compile(r"[*?\[{]")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_INT = re.compile(r"^-?\d+$")
+_DATE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+_INT = re.compile(r"\A-?[0-9]+\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                     url=url,
                     directory=directory_url,
                     log=int(hit[1]),
-                    compression={"gz": "gzip", "zst": "zstd"}.get(hit[2] or ""),
+                    compression=COMPRESSIONS.get(hit[2] or ""),
                     size=int(file_info.get("size") or 0),
                     partitions=partitions,
                 )

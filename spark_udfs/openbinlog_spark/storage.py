@@ -2,33 +2,31 @@
 
 Local files are read with ``os.pread``; other URLs with fsspec range reads
 (``cat_file``), so a chunk is one request. Whole-file compressed segments
-(``NNNNNNNN.dat.gz``, ``NNNNNNNN.dat.zst``, spec 2.6) are decompressed
-once into a temporary file; planning needs only their first 256 bytes.
+(``NNNNNNNN.dat.gz``, ``NNNNNNNN.dat.zst``, spec 2.6) are unpacked by the
+reference reader's ``openbinlog.compressed``, as far as reads reach and never
+beyond the segment's end: planning unpacks little more than a header.
 """
 
 from __future__ import annotations
 
 import errno
-import gzip
-import io
 import os
-import tempfile
 from collections.abc import Mapping
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import fsspec
-import zstandard
 
 from openbinlog._fs import pread
-from openbinlog.errors import BadHeaderError, BinlogIOError
+from openbinlog.compressed import CompressedSegment, UnpackError
+from openbinlog.errors import BinlogIOError
 
 COMPRESSIONS = {"gz": "gzip", "zst": "zstd"}
 DEFAULT_MAX_DECOMPRESSED = 16 << 30
-PREFIX_BYTES = 4096
+HEAD_BYTES = 4096  # the first bytes of a remote file, fetched once
 
-
-class CorruptFileError(BadHeaderError):
-    """A compressed segment that cannot be unpacked: ``bad_header``, as the reference reader says."""
+# A compressed segment that cannot be unpacked, or unpacks beyond maxDecompressedBytes: ``bad_header``, raised by
+# the reference reader's unpacking itself (ignoreCorruptFiles skips it).
+CorruptFileError = UnpackError
 
 
 class MissingFileError(BinlogIOError):
@@ -129,15 +127,26 @@ class LocalSource(SegmentSource):
 
 
 class RemoteSource(SegmentSource):
+    """A file read by ranges, its size as listed: a snapshot, as a planned read is."""
+
     def __init__(self, storage: Storage, url: str, listed_size: int | None = None) -> None:
         self.url = url
         self.fs, self.path = storage.filesystem(url)
         self._size = listed_size
+        self._head: bytes | None = None
 
     def read_at(self, offset: int, size: int) -> bytes:
         size = min(size, self.size() - offset)
         if size <= 0:
             return b""
+        if offset + size <= HEAD_BYTES:
+            # Planning reads the first bytes twice (the blank test, then the header): one request for both.
+            if self._head is None:
+                self._head = self._fetch(0, min(HEAD_BYTES, self.size()))
+            return self._head[offset : offset + size]
+        return self._fetch(offset, size)
+
+    def _fetch(self, offset: int, size: int) -> bytes:
         try:
             return bytes(self.fs.cat_file(self.path, start=offset, end=offset + size))
         except Exception as exc:
@@ -153,85 +162,38 @@ class RemoteSource(SegmentSource):
 
 
 class CompressedSource(SegmentSource):
-    """A whole-file gzip or zstd segment (spec 2.6).
+    """A whole-file gzip or zstd segment (spec 2.6), read through ``openbinlog.compressed.CompressedSegment``.
 
-    The header comes from a decompressed prefix; the rest is decompressed
-    once into an anonymous temporary file (as the reference reader does), so
-    a large or hostile archive costs disk up to ``max_decompressed``, not memory.
+    Bytes are unpacked into an anonymous temporary file as reads need them, never beyond the segment's end its
+    header states, and never more than ``max_decompressed`` (option ``maxDecompressedBytes``): a large or hostile
+    archive costs disk for what the walk reads, not memory.
     """
 
     def __init__(self, storage: Storage, url: str, compression: str, max_decompressed: int) -> None:
         self.url = url
-        self.storage = storage
-        self.compression = compression
-        self.max_decompressed = max_decompressed
-        self._spill: IO[bytes] | None = None
-        self._size = 0
-        self._prefix: bytes | None = None
+        codec = {name: suffix for suffix, name in COMPRESSIONS.items()}[compression]
+        self._segment = CompressedSegment(
+            self._raw(storage),
+            codec,
+            path=url,
+            max_unpacked=max_decompressed,
+            cap_name="option maxDecompressedBytes",
+        )
 
-    def _raw(self) -> IO[bytes]:
+    def _raw(self, storage: Storage) -> IO[bytes]:
         try:
             if is_local(self.url):
                 return open(local_path(self.url), "rb")
-            fs, path = self.storage.filesystem(self.url)
+            fs, path = storage.filesystem(self.url)
             return fs.open(path, "rb")  # type: ignore[no-any-return]
         except Exception as exc:
             raise _io_error(exc, self.url, "cannot open segment") from exc
 
-    def _decoded(self, raw: IO[bytes]) -> IO[bytes]:
-        if self.compression == "gzip":
-            return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
-        return cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))
-
-    def _decompress(self, out: IO[bytes], limit: int) -> int:
-        written = 0
-        try:
-            with self._raw() as raw, self._decoded(raw) as stream:
-                while written < limit:
-                    piece = stream.read(min(1 << 20, limit - written))
-                    if not piece:
-                        break
-                    out.write(piece)
-                    written += len(piece)
-        except BinlogIOError:
-            raise
-        except (OSError, EOFError, zstandard.ZstdError) as exc:
-            raise CorruptFileError(f"compressed segment cannot be unpacked: {exc}", path=self.url) from exc
-        return written
-
-    def _unpacked(self) -> IO[bytes]:
-        if self._spill is None:
-            spill: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-            try:
-                size = self._decompress(spill, self.max_decompressed + 1)
-                if size > self.max_decompressed:
-                    raise CorruptFileError(
-                        f"decompresses to more than {self.max_decompressed} bytes (option maxDecompressedBytes)",
-                        path=self.url,
-                    )
-                spill.flush()
-            except BaseException:
-                spill.close()
-                raise
-            self._spill, self._size = spill, size
-        return self._spill
-
     def read_at(self, offset: int, size: int) -> bytes:
-        if size <= 0:
-            return b""
-        if self._spill is None and offset + size <= PREFIX_BYTES:
-            if self._prefix is None:
-                buffer = io.BytesIO()
-                self._decompress(buffer, PREFIX_BYTES)
-                self._prefix = buffer.getvalue()
-            return self._prefix[offset : offset + size]
-        return pread(self._unpacked().fileno(), size, offset)
+        return self._segment.read_at(offset, size)
 
     def size(self) -> int:
-        self._unpacked()
-        return self._size
+        return self._segment.size()
 
     def close(self) -> None:
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
+        self._segment.close()

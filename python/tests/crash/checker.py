@@ -26,10 +26,11 @@ from typing import Any
 
 from logtools import tree_digest
 
-from openbinlog import BinlogError, Reader, Writer, verify
+from openbinlog import BinlogError, NotALogError, Reader, Writer, verify
 from openbinlog._format import SEGMENT_NAME, SLOT_OFFSETS, SLOT_SIZE
 from openbinlog._fs import OsFileSystem
 from openbinlog._segment import SegmentHeaderInfo, active_commit, decode_slot, parse_header
+from openbinlog._segment_file import require_log_directory
 
 from .crash_states import DEFAULT_CAP, SECTOR, scenario
 from .disk_image import Image
@@ -64,8 +65,20 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def is_a_log(log: Path) -> bool:
+    """A crash before LOCK or segment 1 had a durable name leaves a directory that is not a log yet.
+
+    Nothing was acknowledged in it, so readers that say "not a log" there lose nothing.
+    """
+    try:
+        require_log_directory(str(log))
+    except NotALogError:
+        return False
+    return True
+
+
 def read_log(log: Path) -> list[Record]:
-    if not log.is_dir():
+    if not is_a_log(log):
         return []
     with Reader(log) as reader:
         return [(entry.index, entry.payload, entry.asqn) for entry in reader]
@@ -311,7 +324,7 @@ class CrashChecker:
         try:
             before = read_log(log)
             problems += [f"before recovery: {p}" for p in log_problems(before, context.expected)]
-            if log.is_dir() and (damage := verify(log).damage):
+            if is_a_log(log) and (damage := verify(log).damage):
                 problems.append(f"verify reported damage in a crash state: {damage[0]}")
         except Exception as exc:
             problems.append(f"reader raised on a crash state: {describe(exc)}")

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from openbinlog import Reader, Writer
+from openbinlog import Writer
 
-from .checker import ModelResult, describe
+from .checker import ModelResult, describe, read_log
 from .kill_child import ChildOptions, child_payload, parse_payload, run_child
 from .summary import CrashSummary
 
@@ -186,8 +186,7 @@ class Campaign:
     def problems(self, *, recovered: bool) -> list[str]:
         """A reader never fails on the crashed log; what it returns is a prefix with nothing made up."""
         try:
-            with Reader(self.directory) as reader:
-                records = [(entry.index, entry.payload) for entry in reader]
+            records = [(index, payload) for index, payload, _ in read_log(self.directory)]
         except Exception as exc:
             return [f"reader raised after the kill: {describe(exc)}"]
         next_n: dict[int, int] = {}

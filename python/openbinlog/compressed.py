@@ -1,0 +1,211 @@
+"""Compressed sealed segments (``NNNNNNNN.dat.gz``, ``NNNNNNNN.dat.zst``, spec 2.6), read as the segment they hold.
+
+``CompressedSegment`` is the one unpacking procedure of the package and of
+its adapters: the reference reader and the Spark source both read a
+compressed segment through it, as a ``walk.Source``.
+
+What unpacking costs is bounded by what the walk reads, never by what an
+archive or a header claims:
+
+- bytes are unpacked into an anonymous temporary file (random access for
+  the walk, no memory), and only as far as the reads reach;
+- never beyond the segment's end as its header states it: a compressed
+  segment is sealed (spec 2.6), so its end is its commit point (a version 1
+  segment's, its last element position); a header that fails its checks
+  ends the unpacking right after it (the walk reports that header and reads
+  nothing else). A small archive of gigabytes of zeros (a preallocated
+  segment, or a decompression bomb) therefore costs the committed bytes a
+  reader walks, as the plain file would;
+- ``max_unpacked``, when given, refuses to unpack more than that many bytes
+  (``cap_name`` says where the caller's users set it).
+
+A stream that cannot be decoded is ``bad_header`` (``UnpackError``), at the
+offset of the first byte it fails to give; a failed read of the archive or
+write of the temporary file (a full disk, a file size limit) is ``io_error``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import tempfile
+import zlib
+from typing import IO, cast
+
+import zstandard
+
+from ._format import HEADER_SIZE
+from ._fs import MAX_FILE_OFFSET, pread
+from ._segment import LegacyHeaderInfo, parse_header
+from .errors import BadHeaderError, BinlogError, BinlogIOError
+
+__all__ = ["CODECS", "CompressedSegment", "UnpackError", "unpacking"]
+
+CODECS = ("gz", "zst")  # the file name suffixes, without their dot
+_PIECE = 1 << 20
+# What the decoders raise for bytes that are not a valid stream; gzip.BadGzipFile is an OSError, so it is told
+# apart from a failed read before OSError is.
+_UNDECODABLE = (gzip.BadGzipFile, EOFError, zlib.error, zstandard.ZstdError)
+
+
+class UnpackError(BadHeaderError):
+    """A compressed segment that is not a valid gzip or Zstandard stream, or that would unpack beyond
+    ``max_unpacked``: ``bad_header``, since nothing of the segment can be verified beyond that point."""
+
+
+def unpacking(raw: IO[bytes], codec: str) -> IO[bytes]:
+    """The unpacked bytes of ``raw``, an archive in ``codec`` (one of ``CODECS``), as a stream.
+
+    A Zstandard archive may hold several frames (RFC 8878): their contents follow one another.
+    """
+    if codec == "gz":
+        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
+    if codec == "zst":
+        return cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))
+    raise ValueError(f"codec must be one of {CODECS}, not {codec!r}")
+
+
+def _segment_end(head: bytes) -> int:
+    """How far a walk reads a compressed segment whose first bytes are ``head``.
+
+    A sealed segment ends at its commit point; a version 1 segment at its last element position. A header
+    that fails its checks is all the walk reads. Never less than one byte beyond the header, which tells a
+    blank file (at most 256 bytes, spec 3.5) from a longer one.
+    """
+    try:
+        header = parse_header(head)
+    except BinlogError:
+        end = 0
+    else:
+        end = header.tail if isinstance(header, LegacyHeaderInfo) else header.commit.commit_offset
+    return max(end, HEADER_SIZE + 1)
+
+
+class CompressedSegment:
+    """The unpacked bytes of a compressed segment: random reads, unpacked on demand (a ``walk.Source``).
+
+    ``raw`` is the open archive, which the segment owns and closes; ``path`` names it in errors.
+    """
+
+    def __init__(
+        self,
+        raw: IO[bytes],
+        codec: str,
+        *,
+        path: str,
+        max_unpacked: int | None = None,
+        cap_name: str = "max_unpacked",
+    ) -> None:
+        self.path = path
+        self.max_unpacked = max_unpacked
+        self.cap_name = cap_name
+        self._raw = raw
+        self._stream: IO[bytes] | None = None
+        try:
+            self._stream = unpacking(raw, codec)
+        except BaseException:
+            raw.close()
+            raise
+        self._spill: IO[bytes] | None = None
+        self._unpacked = 0  # bytes in the spill
+        self._end: int | None = None  # where unpacking stops: known once the header is unpacked
+        self._exhausted = False  # the stream gave its last byte
+        self._failed: BinlogError | None = None
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes from ``offset``; fewer where the segment (as far as it is read) ends."""
+        if size <= 0 or offset < 0:
+            return b""
+        self._unpack_to(min(offset + size, MAX_FILE_OFFSET))
+        return self._spilled(offset, size)
+
+    def size(self) -> int:
+        """The number of bytes a walk can read: the segment up to its end, or less where the archive ends."""
+        self._unpack_to(MAX_FILE_OFFSET)
+        return self._unpacked
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self._raw.close()
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+
+    def __enter__(self) -> CompressedSegment:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _limit(self) -> int:
+        """How far to unpack: the header first, then up to the end it states (and one byte beyond the cap)."""
+        if self._end is None:
+            if self._unpacked < HEADER_SIZE and not self._exhausted:
+                return HEADER_SIZE
+            end = _segment_end(self._spilled(0, HEADER_SIZE))
+            self._end = end if self.max_unpacked is None else min(end, self.max_unpacked + 1)
+        return self._end
+
+    def _spilled(self, offset: int, size: int) -> bytes:
+        """Bytes unpacked already: never more than the spill holds, whatever ``size`` says (R-10)."""
+        size = min(size, self._unpacked - offset)
+        if size <= 0 or self._spill is None:
+            return b""
+        try:
+            return pread(self._spill.fileno(), size, offset)
+        except OSError as exc:
+            raise BinlogIOError(
+                f"read of the unpacked segment failed: {exc.strerror or exc}", path=self.path, offset=offset
+            ) from exc
+
+    def _unpack_to(self, target: int) -> None:
+        """Unpack until ``target`` bytes are in the spill, the stream ends, or the limit is reached."""
+        if self._failed is not None:
+            raise self._failed  # the stream and the spill are out of step: nothing more can be read
+        if self._stream is None:
+            raise BinlogIOError("read of a closed compressed segment", path=self.path)
+        try:
+            while not self._exhausted and self._unpacked < min(target, self._limit()):
+                piece = self._next_piece(min(_PIECE, self._limit() - self._unpacked))
+                if not piece:
+                    self._exhausted = True
+                    break
+                self._keep(piece)
+            if self.max_unpacked is not None and min(target, self._unpacked) > self.max_unpacked:
+                raise UnpackError(
+                    f"unpacks to more than {self.max_unpacked} bytes, the most this reader unpacks ({self.cap_name})",
+                    path=self.path,
+                    offset=self.max_unpacked,
+                )
+        except BinlogError as exc:
+            self._failed = exc
+            raise
+
+    def _next_piece(self, size: int) -> bytes:
+        assert self._stream is not None
+        try:
+            return self._stream.read(size)
+        except _UNDECODABLE as exc:
+            raise UnpackError(
+                f"compressed segment cannot be unpacked: {exc}", path=self.path, offset=self._unpacked
+            ) from exc
+        except OSError as exc:
+            raise BinlogIOError(
+                f"read of the compressed segment failed: {exc.strerror or exc}", path=self.path
+            ) from exc
+
+    def _keep(self, piece: bytes) -> None:
+        try:
+            if self._spill is None:
+                # Unbuffered: reads use pread on the descriptor, and a failed write leaves nothing to flush.
+                self._spill = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed by close()
+            view = memoryview(piece)
+            while view:
+                view = view[self._spill.write(view) :]
+        except OSError as exc:
+            # A full disk or a file size limit: the archive may be intact, so this is never damage.
+            raise BinlogIOError(
+                f"cannot unpack the compressed segment into a temporary file: {exc.strerror or exc}", path=self.path
+            ) from exc
+        self._unpacked += len(piece)
