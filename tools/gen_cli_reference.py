@@ -37,7 +37,8 @@ def render() -> str:
         "",
         "Generated from `--help` by `tools/gen_cli_reference.py`; do not edit by hand.",
         "",
-        "Exit codes, for every command: 0 success, 1 damage found in committed data, 2 usage or I/O error.",
+        "Exit codes, for every command: 0 success, 1 damage found in committed data, 2 usage error, I/O error"
+        " or not a log, 130 interrupted, 141 standard output closed early (see below).",
         "",
         "```text",
         _help(["binlog"], main),

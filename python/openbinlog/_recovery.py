@@ -19,7 +19,7 @@ from ._fs import FileSystem
 from ._records import RecordDecoder
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, parse_header
 from ._segment_file import SegmentFile
-from .errors import BinlogError, LegacyLogError
+from .errors import BinlogError, BinlogIOError, LegacyLogError
 from .walk import TailScan, all_zero, is_blank, next_entries, tail_walk
 
 # Left by a cutover (section 8.2) or a spare volume (6.5): stale unless a live writer holds it.
@@ -191,7 +191,10 @@ class OpenPlan:
 
 @contextmanager
 def _opened(fs: FileSystem, path: str) -> Iterator[FdSource]:
-    fd = fs.open_read(path)
+    try:
+        fd = fs.open_read(path)
+    except OSError as exc:
+        raise BinlogIOError(f"cannot open a segment: {exc.strerror}", path=path) from exc
     try:
         yield FdSource(fs, fd)
     finally:
@@ -204,7 +207,10 @@ def plan_open(fs: FileSystem, directory: str, *, verify: bool) -> OpenPlan:
     Reads only. ``verify``: check the last segment's committed records (W-26).
     """
     plan = OpenPlan(directory)
-    names = fs.listdir(directory)
+    try:
+        names = fs.listdir(directory)
+    except OSError as exc:
+        raise BinlogIOError(f"cannot list the log directory: {exc.strerror}", path=directory) from exc
     plan.temps = sorted(name for name in names if is_temp_name(name) and not fs.held(os.path.join(directory, name)))
     present = {name for name in names if SEGMENT_NAME.match(name)}
     logs = sorted({int(match[1]) for name in present if (match := SEGMENT_NAME.match(name))})

@@ -20,8 +20,8 @@ from ._reader import Reader, last_entry
 from ._records import Entry
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo
-from ._segment_file import LocalDirectory, SegmentFile, list_segments
-from .errors import BinlogError, BinlogIOError, InvalidRefError, NotALogError
+from ._segment_file import LocalDirectory, SegmentFile, list_segments, require_log_directory
+from .errors import BinlogError, BinlogIOError, InvalidRefError
 from .walk import end_in
 
 SUBSCRIBERS_DIR = "subscribers"
@@ -74,14 +74,15 @@ def _read(path: str) -> SubscriberInfo:
         return SubscriberInfo(str(body["name"]), None if checkpoint is None else Ref.parse(checkpoint))
     except FileNotFoundError as exc:
         raise SubscriberError(f"no subscriber {os.path.basename(path)[:-5]!r}", path=path) from exc
+    except BinlogError as exc:  # a checkpoint that is not a ref
+        raise exc.located(path=path) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SubscriberError(f"unreadable subscriber file: {exc}", path=path) from exc
 
 
 def _require_log(directory: str) -> str:
     path = os.fspath(directory)
-    if not os.path.isdir(path):
-        raise NotALogError("not a log directory", path=path)
+    require_log_directory(path)
     return path
 
 

@@ -12,7 +12,7 @@ from ._recovery import RecoveryAction, plan_open
 from ._segment import LegacyHeaderInfo
 from ._segment_file import LocalDirectory, SegmentFile, require_log_directory
 from ._writer import Writer
-from .errors import BinlogError
+from .errors import BinlogError, BinlogIOError
 from .walk import Damage, all_zero, present_segment, tail_walk
 
 
@@ -98,6 +98,9 @@ def _describe(logs: LocalDirectory, log: int, present: list[int]) -> SegmentRepo
 def verify(directory: str | os.PathLike[str]) -> VerifyReport:
     """Check every committed record of the log; report damage instead of raising.
 
+    A log that cannot be read (``BinlogIOError``: not a log, an unreadable
+    segment) raises: it was not checked, which is not the same as damaged.
+
     Damage is reported with segment, offset and index; reading resumes at the
     next provably valid record. Bytes beyond the commit point are described
     in the last segment's ``tail`` and are never damage.
@@ -110,6 +113,8 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
     for log in logs:
         try:
             segment_report = _describe(logs_dir, log, logs)
+        except BinlogIOError:
+            raise  # the log could not be checked: not damage
         except BinlogError as exc:
             report.damage.append(Damage.from_error(exc.located(path=path, log=log), bytes_skipped=0, next_index=None))
             continue
@@ -129,6 +134,8 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
                 seg.records += 1
                 seg.first_index = entry.index if seg.first_index is None else seg.first_index
                 seg.last_index = entry.index
+    except BinlogIOError:
+        raise
     except BinlogError as exc:
         report.damage.append(Damage.from_error(exc, bytes_skipped=0, next_index=None))
     finally:

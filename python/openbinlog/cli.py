@@ -15,8 +15,10 @@ import json
 import os
 import re
 import secrets
+import signal
 import stat as stat_module
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -639,6 +641,9 @@ def _replacing(target: str) -> Iterator[BinaryIO]:
         fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o666)
     except OSError as exc:
         raise BinlogIOError(f"cannot create the output file: {exc.strerror}", path=target) from exc
+    # A service manager stops with SIGTERM: unwind through the clean-up below, exit 128 + 15.
+    in_main = threading.current_thread() is threading.main_thread()  # only there may handlers be set
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if in_main else None
     try:
         with open(fd, "wb") as out:
             yield out
@@ -650,6 +655,13 @@ def _replacing(target: str) -> Iterator[BinaryIO]:
     except BaseException:
         os.unlink(temp)
         raise
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _error_json(exc: BinlogError) -> dict[str, Any]:

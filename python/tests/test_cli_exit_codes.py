@@ -169,7 +169,7 @@ def test_export_interrupted_in_process_leaves_no_partial_file(
     assert temp_files(tmp_path) == []
 
 
-# A real process, a real SIGINT: the export is held after its first row until the signal arrives.
+# A real process, a real signal: the export is held after its first row until the signal arrives.
 _HELD_EXPORT = """
 import pathlib, sys, time
 from openbinlog import cli
@@ -186,7 +186,14 @@ cli.main()
 """
 
 
-def test_export_stopped_by_sigint_leaves_no_partial_file(small_log: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [(signal.SIGINT, 130, "binlog: interrupted\n"), (signal.SIGTERM, 143, "")],
+    ids=["sigint", "sigterm"],
+)
+def test_export_stopped_by_a_signal_leaves_no_partial_file(
+    small_log: Path, tmp_path: Path, stop: signal.Signals, code: int, said: str
+) -> None:
     target = tmp_path / "out" / "records.jsonl"
     target.parent.mkdir()
     target.write_text("previous export\n")
@@ -203,14 +210,14 @@ def test_export_stopped_by_sigint_leaves_no_partial_file(small_log: Path, tmp_pa
             time.sleep(0.01)
         assert ready.exists(), process.communicate()
         assert len(temp_files(target.parent)) == 1  # the export is under way, beside its target
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         out, err = process.communicate(timeout=30)
     finally:
         process.kill()  # a no-op once it has exited
         process.wait()
-    assert process.returncode == 130
+    assert process.returncode == code
     assert out == ""
-    assert err == "binlog: interrupted\n"
+    assert err == said
     assert target.read_text() == "previous export\n"
     assert temp_files(target.parent) == []
 
@@ -545,3 +552,17 @@ def test_help_documents_every_exit_code() -> None:
     assert code == 0
     for line in ("0    success", "1    committed data is damaged", "2    usage error", "130  interrupted", "141  "):
         assert line in out, line
+
+
+def test_timestamps_a_datetime_cannot_hold_are_shown_not_fatal(log_dir: Path) -> None:
+    # Readers do not validate timestamps (R-13): a valid record may carry one beyond the year 9999.
+    with Writer(log_dir, clock_us=lambda: 2**62) as writer:
+        writer.append(b"from the far future")
+    code, out, err = cli("dump", str(log_dir))
+    assert code == 0, err
+    assert json.loads(out)["timestamp"] is None
+    for command in ("stat", "meta", "verify"):
+        code, out, err = cli(command, str(log_dir))
+        assert code == 0, (command, err)
+        assert "None" not in out, (command, out)
+    assert f"{2**62} us since the epoch" in cli("stat", str(log_dir))[1]

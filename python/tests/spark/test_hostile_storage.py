@@ -9,20 +9,23 @@ layer below it.
 
 from __future__ import annotations
 
-import errno
-import os
 import resource
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import IO, Any
 
 import pytest
 import zstandard
 from binlog_frames import planned
 from pyspark.sql.types import StringType
-from test_hostile_input import TWO_GIB_RECORD, header_and_record, one_segment, sealed_log, zstd_bomb
+from test_hostile_input import (
+    TWO_GIB_RECORD,
+    fill_the_disk_of_spills,
+    header_and_record,
+    one_segment,
+    sealed_log,
+    zstd_bomb,
+)
 
 from openbinlog import BinlogIOError
 from openbinlog.compressed import UnpackError
@@ -94,18 +97,7 @@ def test_a_full_disk_while_unpacking_is_an_io_error_not_a_corrupt_file(
     plain = tmp_path / "log" / "00000001.dat"
     packed = tmp_path / "log" / "00000001.dat.zst"
     packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
-    real = tempfile.TemporaryFile
-
-    def full_disk(*args: Any, **kwargs: Any) -> IO[bytes]:
-        spill: IO[bytes] = real(*args, **kwargs)
-
-        def write(data: bytes) -> int:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-        spill.write = write  # type: ignore[method-assign]
-        return spill
-
-    monkeypatch.setattr(tempfile, "TemporaryFile", full_disk)
+    fill_the_disk_of_spills(monkeypatch)
     with Storage().open(str(packed), "zstd") as source, pytest.raises(BinlogIOError) as raised:
         source.read_at(0, 256)
     assert not isinstance(raised.value, CorruptFileError)  # ignoreCorruptFiles must not skip a full disk
