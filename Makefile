@@ -7,18 +7,22 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # The compiled accelerator is built by the editable install: an edited crate is rebuilt by it.
 NATIVE_SOURCES := $(wildcard python/native/Cargo.toml python/native/Cargo.lock python/native/src/*.rs)
 
-.PHONY: all venv test lint typecheck unit ksy go-impl fixtures fixtures-check conformance crash-full bench demo clean
+.PHONY: all venv wheel test lint typecheck unit ksy go-impl fixtures fixtures-check conformance crash-full bench demo clean
 
 all: test
 
-$(STAMP): pyproject.toml $(NATIVE_SOURCES)
+$(STAMP): pyproject.toml setup.cfg $(NATIVE_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,spark]'
+	$(PY) -m pip install --quiet -e '.[all,test]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
 venv: $(STAMP)
+
+# The installable wheel, one for CPython 3.11 and later (cp311-abi3), in dist/.
+wheel: $(STAMP)
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 PY_SOURCES := $(wildcard python spark_udfs tools conformance)
 
@@ -70,4 +74,4 @@ demo: $(STAMP)
 	$(PY) tools/demo.py
 
 clean:
-	rm -rf build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -9,6 +9,7 @@ per commit, group commit across threads, several processes under a lock),
 
 from ._format import FIRST_INDEX, HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SIGNATURE
 from ._maintenance import CODECS, Compressed, RepairReport, RetentionDecision, compress_segments, repair, retain
+from ._optional import MissingExtraError
 from ._reader import Reader, last_entry, read_all
 from ._records import Entry, RecordDecoder, TailStop, encode_record
 from ._recovery import RecoveryAction
@@ -24,9 +25,11 @@ from ._subscribers import (
     get_subscriber,
     list_subscribers,
     remove_subscriber,
+    reset_subscriber,
 )
 from ._verify import SegmentReport, TailReport, VerifyReport, recover, verify
-from ._writer import DURABILITY_MODES, Durability, Writer
+from ._writer import DEFAULT_SEGMENT_BYTES, DURABILITY_MODES, Durability, Writer
+from .build import BuildInfo, build_info
 from .errors import (
     AmbiguousSplitError,
     AsqnNotIncreasingError,
@@ -57,6 +60,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CODECS",
+    "DEFAULT_SEGMENT_BYTES",
     "DURABILITY_MODES",
     "FIRST_INDEX",
     "HEADER_SIZE",
@@ -71,6 +75,7 @@ __all__ = [
     "BadSignatureError",
     "BinlogError",
     "BinlogIOError",
+    "BuildInfo",
     "ChainBrokenError",
     "ChecksumMismatchError",
     "Compressed",
@@ -83,6 +88,7 @@ __all__ = [
     "LegacyLogError",
     "LengthOutOfRangeError",
     "LogFullError",
+    "MissingExtraError",
     "NotALogError",
     "PayloadTooLargeError",
     "Reader",
@@ -107,6 +113,7 @@ __all__ = [
     "WriterFailedError",
     "__version__",
     "add_subscriber",
+    "build_info",
     "commit_checkpoint",
     "compress_segments",
     "encode_record",
@@ -118,6 +125,7 @@ __all__ = [
     "recover",
     "remove_subscriber",
     "repair",
+    "reset_subscriber",
     "retain",
     "stat",
     "verify",

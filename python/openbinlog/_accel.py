@@ -38,14 +38,19 @@ _PROBE_FIELDS = (
 
 walk_lengths: Callable[[bytes, int], tuple[bytes, bytes, bytes, int]] | None = None
 Verifier: type[NativeVerifier[Any]] | None = None
+# Why the pure-Python decoder runs, or None when the compiled one does. A missing module is silent (a machine
+# without Rust installs the pure package); build_info() tells.
+PURE_REASON: str | None
 
 if os.environ.get(PURE_PYTHON_VARIABLE) == "1":
-    DECODER = f"pure ({PURE_PYTHON_VARIABLE}=1)"
+    PURE_REASON = f"{PURE_PYTHON_VARIABLE}=1"
 else:
     try:
         from . import _native
-    except ImportError:
-        DECODER = "pure (openbinlog._native not built)"
+    except ModuleNotFoundError:
+        PURE_REASON = "openbinlog._native not built"
+    except ImportError as exc:
+        PURE_REASON = f"openbinlog._native cannot be loaded: {exc}"
     else:
         _probe = RECORD_HEADER.pack(*_PROBE_FIELDS)
         _constants = (RECORD_HEADER_SIZE, MIN_RECORD_LENGTH, MAX_RECORD_LENGTH, FRAME_DATA, NO_ASQN, MASK_DELTA)
@@ -59,7 +64,9 @@ else:
         )
         if _native_constants == _constants and _native.read_header(_probe) == _PROBE_FIELDS:
             walk_lengths, Verifier = _native.walk_lengths, _native.Verifier
-            DECODER = "native"
+            PURE_REASON = None
         else:
-            DECODER = "pure (openbinlog._native disagrees with the record layout or constants)"
-            warnings.warn(f"{DECODER}: the pure-Python code is used", RuntimeWarning, stacklevel=1)
+            PURE_REASON = "openbinlog._native disagrees with the record layout or constants"
+            warnings.warn(f"pure ({PURE_REASON}): the pure-Python code is used", RuntimeWarning, stacklevel=1)
+
+DECODER = "native" if PURE_REASON is None else f"pure ({PURE_REASON})"

@@ -11,8 +11,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import zstandard
-
 from ._format import HEADER_SIZE, segment_name
 from ._fs import OsFileSystem, sync_directory
 from ._recovery import RecoveryAction
@@ -22,7 +20,7 @@ from ._split import read_split
 from ._subscribers import fix_checkpoints, list_subscribers, segment_last_index
 from ._verify import recover, verify
 from ._writer import Writer
-from .compressed import unpacking
+from .compressed import _zstandard, unpacking
 from .errors import BinlogIOError, NotALogError
 from .walk import READ_CHUNK, Damage
 
@@ -44,7 +42,7 @@ def _compress_into(source: int, target: int, codec: str) -> None:
             with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed:
                 shutil.copyfileobj(raw, packed, READ_CHUNK)
         else:
-            with zstandard.ZstdCompressor(level=6).stream_writer(out, closefd=False) as packed:
+            with _zstandard().ZstdCompressor(level=6).stream_writer(out, closefd=False) as packed:
                 shutil.copyfileobj(raw, packed, READ_CHUNK)
         out.flush()
         os.fsync(out.fileno())

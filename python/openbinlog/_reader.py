@@ -9,22 +9,24 @@ records with ``has_next(timeout)``.
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 from collections import deque
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 
-from ._records import Entry
+from ._records import _EPOCH, Entry
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo
 from ._segment_file import LocalDirectory, SegmentFile, list_segments
 from ._wake import ChangeWaiter
 from .errors import BinlogError, NotALogError
-from .walk import Damage, LogWalk
+from .walk import Damage, LogWalk, Seek
 
-__all__ = ["Damage", "Reader", "last_entry", "read_all"]
+__all__ = ["Damage", "Reader", "last_entry", "read_all", "to_timestamp_us"]
 
 
 class Reader:
@@ -38,6 +40,40 @@ class Reader:
     damaged committed regions are skipped and listed in ``damage`` instead
     of raising.
 
+    ``start_index=N`` starts at the first record whose index is at least N:
+    record N when it is present. When retention has removed the segments
+    holding N, reading starts at the first record present (as Kafka's
+    ``auto.offset.reset=earliest``): the first record's index, above N,
+    shows the gap. When N lies beyond the last record, nothing is returned
+    until record N is committed.
+    ``start_time`` starts at the first record whose timestamp is at least
+    that time: an aware ``datetime``, a naive one taken as UTC, or integer
+    microseconds since 1970-01-01T00:00:00Z (``to_timestamp_us``). Version 1
+    records have no timestamp and are never at or after a time. Give at
+    most one of ``start``, ``after``, ``at_end``, ``start_index`` and
+    ``start_time`` (``ValueError`` otherwise).
+
+    A seek reads segment headers only, a binary search over them, then walks
+    from the first record of the segment it picks, passing over the records
+    before the target without returning them (``openbinlog.walk.seek_segment``).
+    On a log whose indexes are consecutive across segments and whose
+    timestamps never go back (every log written by writers that follow the
+    spec: W-9 and the slot's carried last timestamp make them non-decreasing),
+    it returns exactly what a read from the start returns from its first
+    record at or after the target on. Where timestamps go back (a writer
+    that broke W-9; readers do not check them, R-13), a time seek starts in
+    a segment whose last timestamp is at or after the time while the
+    previous segment's is below it, and returns what a read from the start
+    returns from the first record at or after the time in or after that
+    segment: possibly later than the first such record of the log, never
+    earlier. Records after the first one returned are all returned,
+    whatever their timestamps. Damage
+    before the target in the segment the seek starts in is walked over and
+    reported (strict: raised, tolerant: listed in ``damage``); damage in the
+    segments before it, and at the boundary into it, is not read and not
+    reported. With ``follow=False`` the reader stops at the end of the
+    segment the seek starts in.
+
     Iteration returns what is committed now; ``has_next(timeout)`` waits up to
     ``timeout`` seconds for more.
     """
@@ -49,11 +85,21 @@ class Reader:
         *,
         after: Ref | None = None,
         at_end: bool = False,
+        start_index: int | None = None,
+        start_time: datetime | int | None = None,
         follow: bool = True,
         tolerant: bool = False,
     ) -> None:
-        if sum((start is not None, after is not None, at_end)) > 1:
-            raise ValueError("give at most one of start, after and at_end")
+        starts = (start is not None, after is not None, at_end, start_index is not None, start_time is not None)
+        if sum(starts) > 1:
+            raise ValueError("give at most one of start, after, at_end, start_index and start_time")
+        seek = None
+        if start_index is not None:
+            if start_index < 0:
+                raise ValueError(f"start_index must not be negative, got {start_index}")
+            seek = Seek(index=operator.index(start_index))
+        elif start_time is not None:
+            seek = Seek(time_us=to_timestamp_us(start_time))
         self.directory = os.fspath(directory)
         if not os.path.isdir(self.directory):
             raise NotALogError("not a log directory", path=self.directory)
@@ -70,6 +116,8 @@ class Reader:
         ref = start or after
         if ref is not None:
             self._ready = self._walk.start_at(ref, inclusive=start is not None)[::-1]
+        elif seek is not None:
+            self._walk.seek(seek)
 
     # -- public API ---------------------------------------------------------
 
@@ -141,6 +189,15 @@ class Reader:
             entries.reverse()
             self._ready = entries
         return self._ready[-1]
+
+
+def to_timestamp_us(when: datetime | int) -> int:
+    """Microseconds since 1970-01-01T00:00:00Z, as records store them: an aware ``datetime``,
+    a naive one taken as UTC, or an integer as it is."""
+    if isinstance(when, datetime):
+        aware = when.replace(tzinfo=UTC) if when.utcoffset() is None else when
+        return (aware - _EPOCH) // timedelta(microseconds=1)
+    return operator.index(when)
 
 
 def read_all(directory: str | os.PathLike[str] | Path) -> list[Entry]:

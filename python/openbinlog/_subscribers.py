@@ -133,6 +133,26 @@ def commit_checkpoint(directory: str | os.PathLike[str], name: str, ref: Ref) ->
     _write(path, SubscriberInfo(name, ref))
 
 
+def reset_subscriber(directory: str | os.PathLike[str], name: str, *, to: Ref | None) -> SubscriberInfo:
+    """Move a subscriber's checkpoint, forwards or back; return it as now stored.
+
+    ``to`` is the ref of the last record to count as consumed (reading resumes
+    just after it) and must name a committed record of the log
+    (``InvalidRefError`` otherwise); ``None`` means nothing consumed, so
+    reading starts at the first record. The subscriber must exist. A consumer
+    reading under this name keeps its own position and overwrites the
+    checkpoint at its next commit: stop it first.
+    """
+    path = _require_log(os.fspath(directory))
+    _read(_path(path, name))  # it must exist
+    if to is not None:
+        with Reader(path, after=to):  # checked against the record it names, as a resume would be
+            pass
+    info = SubscriberInfo(name, to)
+    _write(path, info)
+    return info
+
+
 def lag(directory: str | os.PathLike[str], info: SubscriberInfo, last: Ref | None) -> int:
     """Records committed after the subscriber's checkpoint."""
     if last is None:

@@ -61,6 +61,15 @@ class VerifyReport:
         result["ok"] = self.ok
         return result
 
+    def __str__(self) -> str:
+        span = "" if self.first_index is None else f", indexes {self.first_index}..{self.last_index}"
+        head = f"{self.directory}: {len(self.segments)} segments, {self.records} records{span}"
+        if self.ok:
+            return f"{head}: intact"
+        lines = [f"{head}: {len(self.damage)} damaged region(s)"]
+        lines += [f"  {damage}" for damage in self.damage]
+        return "\n".join(lines)
+
 
 def _describe(logs: LocalDirectory, log: int, present: list[int]) -> SegmentReport:
     """A segment's state; for the last segment, also what lies beyond its end (never damage)."""

@@ -11,7 +11,7 @@ import time
 
 try:
     from inotify_simple import INotify, flags
-except ImportError:  # pragma: no cover - non-Linux platforms
+except ImportError:  # pragma: no cover - a dependency on Linux only: elsewhere the reader polls
     INotify = None
 
 POLL_FIRST = 0.001

@@ -53,7 +53,18 @@ QUIET_GAPS = 4  # a gathering leader stops after this many average arrival gaps 
 MAX_LOG_NUMBER = 99_999_999  # eight digits (W-1)
 MAX_COUNTER = 2**64 - 1  # generations and indexes are unsigned 64-bit fields
 MAX_ASQN = 2**63 - 1  # asqn is a signed 64-bit field
+DEFAULT_SEGMENT_BYTES = 1 << 30  # as Kafka's segment.bytes: retention and compression work a segment at a time
 LOCK_ATTEMPTS = 8  # reopenings of a LOCK that was removed or replaced while we waited for it
+
+
+def _payload_bytes(payload: object) -> bytes:
+    """A payload is bytes: say so plainly, rather than ``bytes()``'s "string argument without an encoding"."""
+    if isinstance(payload, str):
+        raise TypeError("a payload is bytes, not str: encode it first, e.g. text.encode()")
+    try:
+        return bytes(memoryview(payload))  # type: ignore[arg-type]  # not bytes(n): an int is no payload
+    except TypeError:
+        raise TypeError(f"a payload is bytes (or bytes-like), not {type(payload).__name__}") from None
 
 
 def _now_us() -> int:
@@ -147,7 +158,8 @@ class Writer:
     process, not of the machine), ``strict`` (also syncs the published commit
     point). ``preallocate`` creates segments of that many bytes, zero-filled,
     and rolls to a new one when the next record does not fit;
-    ``max_segment_bytes`` cuts over once a segment has grown past it.
+    ``max_segment_bytes`` (1 GiB by default; ``None``: never) cuts over once
+    a segment has grown past it.
     ``backup_dir``: recovery first copies every byte it removes there.
     """
 
@@ -158,7 +170,7 @@ class Writer:
         durability: Durability = "sync",
         group_delay: float = 0.002,
         preallocate: int | None = None,
-        max_segment_bytes: int | None = None,
+        max_segment_bytes: int | None = DEFAULT_SEGMENT_BYTES,
         verify_on_open: bool = True,
         backup_dir: str | os.PathLike[str] | None = None,
         fs: FileSystem | None = None,
@@ -216,12 +228,14 @@ class Writer:
 
     def append(self, payload: bytes, *, asqn: int = NO_ASQN) -> Ref:
         """Append one record; return its ref once it is committed."""
-        return self._submit([_Ticket(bytes(payload), asqn)])[0]
+        return self._submit([_Ticket(_payload_bytes(payload), asqn)])[0]
 
     def append_many(self, payloads: Iterable[bytes | tuple[bytes, int]]) -> list[Ref]:
         """Append records in one commit (all visible together); return their refs."""
         tickets = [
-            _Ticket(bytes(item[0]), item[1]) if isinstance(item, tuple) else _Ticket(bytes(item), NO_ASQN)
+            _Ticket(_payload_bytes(item[0]), item[1])
+            if isinstance(item, tuple)
+            else _Ticket(_payload_bytes(item), NO_ASQN)
             for item in payloads
         ]
         return self._submit(tickets) if tickets else []

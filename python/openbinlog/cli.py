@@ -3,7 +3,12 @@
 Exit codes, the same for every command, are decided in one place
 (``_exit_codes``): 0 success, 1 damage found in committed data, 2 usage error,
 I/O error or not a log, 130 interrupted, 141 standard output closed early.
-Every command that reports takes ``--json`` for scripts; people get tables.
+Every command that reports takes ``--json`` for scripts (exact integers);
+people get plain columns, sizes in KiB/MiB/GiB and times in ISO 8601 UTC.
+
+Only click is needed: tables come from ``_table``, progress is one line on a
+terminal's stderr, and the conformance runner is imported only when
+``binlog conformance`` runs.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import importlib
 import json
 import os
 import re
@@ -20,26 +26,33 @@ import stat as stat_module
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
+from types import TracebackType
 from typing import Any, BinaryIO, NoReturn
 
 import click
-from rich.console import Console
-from rich.live import Live
-from rich.progress import Progress, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from . import __version__
 from ._maintenance import CODECS, compress_segments, repair, retain
 from ._reader import Reader
 from ._records import Entry
 from ._ref import Ref
 from ._segment_file import require_log_directory
 from ._stat import SegmentStat, stat
-from ._subscribers import add_subscriber, get_subscriber, lag, last_ref, list_subscribers, remove_subscriber
+from ._subscribers import (
+    SubscriberInfo,
+    add_subscriber,
+    get_subscriber,
+    lag,
+    last_ref,
+    list_subscribers,
+    remove_subscriber,
+    reset_subscriber,
+)
+from ._table import human_size, table
+from ._verify import SegmentReport, VerifyReport
 from ._verify import verify as verify_log
 from ._writer import DURABILITY_MODES, Writer
 from .errors import ERROR_CLASSES, BinlogError, BinlogIOError, CorruptionError, NotALogError
@@ -54,6 +67,7 @@ EXIT_CODES_HELP = """\b
 Exit codes, the same for every command:
   0    success (verify: every committed record is intact)
   1    committed data is damaged; stderr names the first damage
+       (export --tolerant still writes the records it could read)
   2    usage error, I/O error, or the directory is not a log; stderr says which
   130  interrupted (Ctrl-C); an export leaves no partial file behind
        (tail -f and monitor are meant to be stopped so: 0)
@@ -101,6 +115,8 @@ def _exit_codes() -> Iterator[None]:
         _fail(EXIT_INTERRUPTED, "interrupted")
     except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
         raise  # click reports these itself: usage errors exit 2
+    except ModuleNotFoundError as exc:  # an optional extra not installed: its message says which to install
+        _fail(EXIT_ERROR, f"error: {exc}")
     except Exception as exc:  # a bug: still one line and a documented code, never a traceback
         _fail(EXIT_ERROR, f"internal error: {type(exc).__name__}: {exc}")
 
@@ -119,16 +135,130 @@ class _BinlogGroup(click.Group):
             return super().invoke(ctx)
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        # Rich would exit 1 (the code for damage); the central handler stops quietly instead.
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+class _LazyGroup(click.Group):
+    """A group of subcommands whose module is imported only when it is used.
+
+    ``binlog --help`` lists it from the short help given here, without the
+    import; running it (its ``--help`` included), or asking for its
+    subcommands, imports ``module:attribute`` and hands over to that group.
+    """
+
+    def __init__(self, name: str, target: str, *, short_help: str) -> None:
+        self._target = target
+        self._loaded: click.Group | None = None
+        super().__init__(name, short_help=short_help)
+
+    def _load(self) -> click.Group:
+        if self._loaded is None:
+            module, _, attribute = self._target.partition(":")
+            group = getattr(importlib.import_module(module), attribute)
+            if not isinstance(group, click.Group):
+                raise TypeError(f"{self._target} is not a click group")
+            self._loaded = group
+        return self._loaded
+
+    @property
+    def commands(self) -> MutableMapping[str, click.Command]:
+        return self._load().commands
+
+    @commands.setter
+    def commands(self, _value: MutableMapping[str, click.Command]) -> None:
+        pass  # click.Group's constructor sets an empty mapping; the loaded group's own is used instead
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        return self._load().make_context(info_name, args, parent, **extra)
+
+    def get_help(self, ctx: click.Context) -> str:
+        return self._load().get_help(ctx)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return self._load().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return self._load().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return self._load().invoke(ctx)
 
 
-def _console() -> Console:
-    # Not a terminal: wide enough that tables are never cut.
-    return _Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+# -- output for people ------------------------------------------------------------------------------------------
+
+
+def _styled(text: str, **style: Any) -> str:
+    """``text`` in colour or bold when standard output is a terminal (and NO_COLOR is not set); else as is."""
+    if not sys.stdout.isatty() or os.environ.get("NO_COLOR"):
+        return text
+    return click.style(text, **style)
+
+
+def _echo_table(lines: list[str], *, header: bool = True) -> None:
+    for number, line in enumerate(lines):
+        click.echo(_styled(line, bold=True) if header and number == 0 else line)
+
+
+class _Progress:
+    """A transient status line on a terminal's stderr: a spinner, what is under way, a count, the seconds.
+
+    Redrawn by a thread ten times a second (a long verify has no count to
+    advance) and erased when the work ends, however it ends.
+    """
+
+    _FRAMES = "|/-\\"
+
+    def __init__(self, what: str, unit: str | None) -> None:
+        self.what = what
+        self.unit = unit
+        self.count = 0
+        self._started = time.monotonic()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="binlog-progress", daemon=True)
+
+    def advance(self, amount: int) -> None:
+        self.count += amount
+
+    def _write(self, text: str) -> bool:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # the terminal went away: progress is not worth an error
+            return False
+        return True
+
+    def _run(self) -> None:
+        frame = 0
+        while True:
+            counted = f" {self.count:,} {self.unit}" if self.unit is not None else ""
+            seconds = time.monotonic() - self._started
+            line = f"\r{self._FRAMES[frame % len(self._FRAMES)]} {self.what}{counted}  {seconds:.0f}s\x1b[K"
+            if not self._write(line) or self._done.wait(0.1):
+                return
+            frame += 1
+
+    def __enter__(self) -> Callable[[int], None]:
+        self._thread.start()
+        return self.advance
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._done.set()
+        self._thread.join()
+        self._write("\r\x1b[K")
+
+
+@contextmanager
+def _progress(what: str, *, unit: str | None = None, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+    """A transient progress line (with a count of ``unit``) on stderr, only when stderr is a terminal.
+
+    Yields the function that advances the count.
+    """
+    if not enabled or not sys.stderr.isatty():
+        yield lambda _n: None
+        return
+    with _Progress(what, unit) as advance:
+        yield advance
 
 
 def _damage_as_error(item: Damage, message: str | None = None) -> BinlogError:
@@ -156,6 +286,10 @@ def _raise_damage(damage: list[Damage]) -> None:
         raise _damage_as_error(damage[0], f"committed data has {count} {damage[0].message}")
 
 
+def _regions(count: int) -> str:
+    return "1 damaged region" if count == 1 else f"{count} damaged regions"
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -181,8 +315,71 @@ def _span(first: int | None, last: int | None) -> str:
     return "none" if first is None else f"{first}..{last}"
 
 
-def _entry_json(entry: Entry) -> dict[str, Any]:
-    return {
+def _exact_size(size: int) -> str:
+    """A size for the header view: human, with the exact count beside it once they differ."""
+    return f"{size} B" if size < 1024 else f"{human_size(size)} ({size:,} bytes)"
+
+
+# -- payloads: one view for people and scripts ------------------------------------------------------------------
+
+PAYLOAD_VIEWS = ("text", "hex", "base64", "json")
+_ESCAPED = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff]")
+_NAMED_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED_ESCAPES.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def _text_view(payload: bytes) -> str:
+    r"""The payload as UTF-8 text on one line, unambiguously: a byte that is not UTF-8 shows as ``\xff``, a
+    control character as ``\n``, ``\t``, ``\x00`` or ``\u0085``, and a backslash as ``\\``."""
+    return _ESCAPED.sub(_escape, payload.decode("utf-8", "surrogateescape"))
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number out of range: {text}")
+    return value
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_view(payload: bytes) -> tuple[Any, str | None]:
+    """The payload parsed as JSON, and None; or, when it is not JSON, its text view and the reason."""
+    try:
+        return json.loads(payload.decode("utf-8"), parse_float=_finite, parse_constant=_reject_constant), None
+    except UnicodeDecodeError as exc:
+        return _text_view(payload), f"not UTF-8 (byte {exc.object[exc.start]:#04x} at {exc.start})"
+    except ValueError as exc:
+        return _text_view(payload), str(exc)
+    except RecursionError:
+        return _text_view(payload), "nested too deeply"
+
+
+def _payload_value(payload: bytes, view: str) -> tuple[Any, str | None]:
+    if view == "base64":
+        return base64.b64encode(payload).decode("ascii"), None
+    if view == "hex":
+        return payload.hex(), None
+    if view == "text":
+        return _text_view(payload), None
+    return _json_view(payload)
+
+
+def _entry_json(entry: Entry, view: str = "base64") -> dict[str, Any]:
+    payload, error = _payload_value(entry.payload, view)
+    row = {
         "log": entry.log,
         "offset": entry.offset,
         "index": entry.index,
@@ -190,39 +387,39 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
         "timestamp": _iso(entry.timestamp_us),
         "checked": entry.checked,
         "ref": str(entry.ref),
-        "payload": base64.b64encode(entry.payload).decode("ascii"),
+        "payload": payload,
     }
+    if error is not None:
+        row["payload_error"] = error
+    return row
 
 
-def _print_entry(entry: Entry, fmt: str) -> None:
+NOT_JSON_MARK = "!not JSON: "
+
+
+def _print_entry(entry: Entry, fmt: str, view: str | None = None) -> bool:
+    """One record on one line; False when ``--payload json`` met a payload that is not JSON (shown marked)."""
     if fmt == "jsonl":
-        click.echo(json.dumps(_entry_json(entry), separators=(",", ":")))
-    else:
-        click.echo(f"{entry.ref}\t{entry.payload.decode('utf-8', errors='backslashreplace')}")
+        row = _entry_json(entry, view or "base64")
+        click.echo(json.dumps(row, separators=(",", ":")))
+        return "payload_error" not in row
+    if view is None or view == "text":
+        click.echo(f"{entry.ref}\t{_text_view(entry.payload)}")
+        return True
+    value, error = _payload_value(entry.payload, view)
+    if view == "json":
+        shown = NOT_JSON_MARK + value if error is not None else json.dumps(value, separators=(",", ":"))
+        click.echo(f"{entry.ref}\t{shown}")
+        return error is None
+    click.echo(f"{entry.ref}\t{value}")
+    return True
 
 
 def _emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2))
 
 
-@contextmanager
-def _progress(what: str, *, unit: str | None = None, enabled: bool = True) -> Iterator[Callable[[int], None]]:
-    """A transient spinner (with a count of ``unit``) on stderr, only when stderr is a terminal.
-
-    Yields the function that advances the count.
-    """
-    if not enabled or not sys.stderr.isatty():
-        yield lambda _n: None
-        return
-    columns: list[ProgressColumn] = [SpinnerColumn(), TextColumn(what), TimeElapsedColumn()]
-    if unit is not None:
-        columns.insert(2, TextColumn(f"{{task.completed:,.0f}} {unit}"))
-    # No redirection: a console on stderr would carry what commands print on stdout over to stderr.
-    with Progress(
-        *columns, console=_Console(stderr=True), transient=True, redirect_stdout=False, redirect_stderr=False
-    ) as progress:
-        task = progress.add_task(what, total=None)
-        yield lambda n: progress.advance(task, n)
+# -- parameters -------------------------------------------------------------------------------------------------
 
 
 class _RefParam(click.ParamType):  # type: ignore[type-arg]
@@ -239,6 +436,8 @@ class _RefParam(click.ParamType):  # type: ignore[type-arg]
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.I)
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw]?)$", re.I)
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$", re.I)  # in a TIME the unit is required: 2026 is a year
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def _parse_size(_ctx: click.Context, _param: click.Parameter, text: str | None) -> int | None:
@@ -256,8 +455,26 @@ def _parse_age(_ctx: click.Context, _param: click.Parameter, text: str | None) -
     match = _AGE.match(text.strip())
     if match is None:
         raise click.BadParameter(f"not an age: {text!r} (for example 90s, 12h, 7d)")
-    unit = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[match[2].lower()]
-    return float(match[1]) * unit
+    return float(match[1]) * _SECONDS[match[2].lower()]
+
+
+def _parse_time(_ctx: click.Context, _param: click.Parameter, text: str | None) -> int | None:
+    """A TIME, as microseconds since the epoch: ISO 8601 (a naive time or a date is UTC), or an age ago."""
+    if text is None:
+        return None
+    match = _AGO.match(text.strip())
+    if match is not None:
+        return time.time_ns() // 1000 - int(float(match[1]) * _SECONDS[match[2].lower()] * 1_000_000)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise click.BadParameter(
+            f"not a time: {text!r} (ISO 8601 such as 2026-11-24T10:00:00Z or 2026-11-24, or an age ago such as"
+            " 10m, 2h, 7d)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def _existing_log(ctx: click.Context, _param: click.Parameter, directory: str) -> str:
@@ -273,12 +490,209 @@ new_log_dir = click.argument("directory", type=click.Path(file_okay=False, path_
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 
+# -- reading ranges ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """Which records dump and export read: where to start, when to stop."""
+
+    start: Ref | None = None
+    after: Ref | None = None
+    from_index: int | None = None
+    since_us: int | None = None
+    until_us: int | None = None
+    count: int | None = None
+
+    def reader(self, directory: str, *, follow: bool = True, tolerant: bool = False) -> Reader:
+        return Reader(
+            directory,
+            self.start,
+            after=self.after,
+            start_index=self.from_index,
+            start_time=self.since_us,
+            follow=follow,
+            tolerant=tolerant,
+        )
+
+    def rows(self, reader: Iterable[Entry]) -> Iterator[Entry]:
+        """The records of ``reader`` up to ``--until`` (exclusive) and at most ``--count`` of them."""
+        if self.until_us is None and self.count is None:
+            yield from reader
+            return
+        left = self.count
+        if left == 0:
+            return
+        for entry in reader:
+            if self.until_us is not None and entry.timestamp_us is not None and entry.timestamp_us >= self.until_us:
+                return
+            yield entry
+            if left is not None:
+                left -= 1
+                if left == 0:
+                    return
+
+
+_RANGE_HELP = (
+    "TIME is ISO 8601 in UTC unless it names its offset (2026-11-24T10:00:00Z, or a date, 2026-11-24, meaning its"
+    " midnight) or an age ago (90s, 10m, 2h, 7d, 1w)."
+)
+
+
+def _range_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--from-index", type=click.IntRange(min=0), metavar="N", help="Start at the first record with index >= N."
+        ),
+        click.option(
+            "--since", callback=_parse_time, metavar="TIME", help="Start at the first record stamped at or after TIME."
+        ),
+        click.option(
+            "--until",
+            callback=_parse_time,
+            metavar="TIME",
+            help="Stop before the first record stamped at or after TIME (so --since A --until B and --since B"
+            " do not overlap).",
+        ),
+        click.option("--count", type=click.IntRange(min=0), metavar="N", help="Read at most N records."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _range(
+    *,
+    start: Ref | None = None,
+    after: Ref | None = None,
+    from_index: int | None,
+    since: int | None,
+    until: int | None,
+    count: int | None,
+) -> _Range:
+    given = {"--start": start, "--after": after, "--from-index": from_index, "--since": since}
+    starts = [name for name, value in given.items() if value is not None]
+    if len(starts) > 1:
+        raise click.UsageError(f"give one place to start, not {' and '.join(starts)}")
+    if since is not None and until is not None and until <= since:
+        raise click.UsageError("--until is not after --since: no record could be read")
+    return _Range(start, after, from_index, since, until, count)
+
+
+# -- one segment, one JSON shape --------------------------------------------------------------------------------
+
+
+def _segment_json(item: SegmentStat) -> dict[str, Any]:
+    """A segment as stat, meta, verify and info --json show it: the same keys, exact integers, ISO 8601 times
+    beside the microseconds they render."""
+    shape = asdict(item)
+    shape["first_timestamp"] = _iso(item.first_timestamp_us)
+    shape["last_timestamp"] = _iso(item.last_timestamp_us)
+    shape["created"] = _iso(item.created_us)
+    return shape
+
+
+def _segment_json_from_report(seg: SegmentReport) -> dict[str, Any]:
+    """The same shape from what verify read, for a log whose headers stat cannot read (damage verify reports):
+    what only the headers say is null."""
+    item = SegmentStat(
+        seg.log,
+        os.path.basename(seg.path),
+        seg.version,
+        seg.state,
+        seg.path.endswith((".gz", ".zst")),
+        seg.file_size,
+        seg.records,
+        seg.first_index,
+        seg.last_index,
+        seg.commit_offset,
+    )
+    return _segment_json(item) | {"flags": None, "capacity": None}
+
+
+def _segments_json(directory: str, report: VerifyReport | None = None) -> list[dict[str, Any]]:
+    """Every segment in the one shape, from the headers (stat); when damage keeps stat from reading them, from
+    ``report``, the verify that found it."""
+    try:
+        return [_segment_json(item) for item in stat(directory)]
+    except BinlogIOError:
+        raise
+    except BinlogError:
+        if report is None:
+            raise
+        return [_segment_json_from_report(seg) for seg in report.segments]
+
+
+def _totals(segments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The log's counts and ranges, from its segments' shapes (stat and info say the same)."""
+    with_records = [s for s in segments if s["records"]]
+    first = with_records[0] if with_records else None
+    last = with_records[-1] if with_records else None
+    return {
+        "segments": len(segments),
+        "records": sum(s["records"] for s in segments),
+        "bytes": sum(s["size"] for s in segments),
+        "first_index": None if first is None else first["first_index"],
+        "last_index": None if last is None else last["last_index"],
+        "first_timestamp_us": None if first is None else first["first_timestamp_us"],
+        "last_timestamp_us": None if last is None else last["last_timestamp_us"],
+    }
+
+
+def _tail_json(report: VerifyReport) -> dict[str, Any] | None:
+    """What lies beyond the last segment's commit point (never damage), with the segment it is in."""
+    for seg in reversed(report.segments):
+        if seg.tail is not None:
+            return {"log": seg.log, "file": os.path.basename(seg.path), **asdict(seg.tail)}
+    return None
+
+
+def _tail_note(tail: dict[str, Any] | None) -> str | None:
+    if tail is None or not (tail["adoptable_records"] or tail["extra_bytes"]):
+        return None
+    return (
+        f"{tail['file']}: beyond the commit point {tail['adoptable_records']} complete records,"
+        f" {human_size(tail['extra_bytes'])} to truncate ({tail['stop_reason']}); not damage"
+    )
+
+
+def _damage_json(damage: list[Damage]) -> list[dict[str, Any]]:
+    return [asdict(item) for item in damage]
+
+
+# -- the commands -----------------------------------------------------------------------------------------------
+
+
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from .build import build_info  # noqa: PLC0415 - only --version needs it
+
+    info = build_info()
+    click.echo(f"binlog {info.version} (decoder: {info.decoder}, encoder: {info.encoder})")
+    if info.decoder_note:
+        click.echo(f"  pure-Python decoder: {info.decoder_note}")
+    click.echo(f"  Python {info.python}")
+    installed = [name for name, present in info.extras.items() if present]
+    missing = [name for name, present in info.extras.items() if not present]
+    extras = ", ".join(installed) or "none"
+    click.echo(f"  extras: {extras}" + (f" (not installed: {', '.join(missing)})" if missing else ""))
+    ctx.exit()
+
+
 @click.group(
     cls=_BinlogGroup,
     epilog=EXIT_CODES_HELP,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.version_option(__version__, prog_name="binlog")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version, which decoder and encoder run (compiled or pure Python) and the extras; exit.",
+)
 def main() -> None:
     """Write, read, check and maintain BinLog logs (a log is a directory of segments)."""
 
@@ -301,36 +715,78 @@ def append(directory: str, ack: bool, durability: str) -> None:
                 click.echo(ref.index)
 
 
-@main.command()
+@main.command(epilog=_RANGE_HELP)
 @log_dir
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "text"]), default="jsonl", show_default=True)
+@click.option(
+    "--payload",
+    "view",
+    type=click.Choice(PAYLOAD_VIEWS),
+    help="How payloads are shown (default: base64 in jsonl, text in text). text: UTF-8 on one line, a byte that"
+    " is not UTF-8 as \\xff, control characters and the backslash escaped; json: the payload parsed, and one"
+    ' that is not JSON shown as text, marked (jsonl: a "payload_error" key; text: a leading'
+    f" '{NOT_JSON_MARK.strip()}'), counted on stderr; the exit code stays 0.",
+)
 @click.option("--start", type=_RefParam(), help="Start at this ref (LOG:OFFSET:INDEX), inclusive.")
 @click.option("--after", type=_RefParam(), help="Start just after this ref.")
-@click.option("--no-follow", is_flag=True, help="Stop at the end of the first segment instead of following cutovers.")
-def dump(directory: str, fmt: str, start: Ref | None, after: Ref | None, no_follow: bool) -> None:
-    """Print every committed record, one per line (progress on stderr when it is a terminal)."""
-    if start is not None and after is not None:
-        raise click.UsageError("give --start or --after, not both")
+@_range_options
+@click.option(
+    "--no-follow",
+    is_flag=True,
+    help="Stop at the end of the segment where reading starts, instead of crossing cutovers into the segments"
+    " after it.",
+)
+def dump(
+    *,
+    directory: str,
+    fmt: str,
+    view: str | None,
+    start: Ref | None,
+    after: Ref | None,
+    from_index: int | None,
+    since: int | None,
+    until: int | None,
+    count: int | None,
+    no_follow: bool,
+) -> None:
+    """Print the committed records, one per line, then exit (progress on stderr when it is a terminal).
+
+    Every record, or the range the options select. dump never waits: it
+    prints what is committed when it reads, across cutovers unless
+    --no-follow, and stops at the end. To wait for new records, use tail -f.
+    """
+    selection = _range(start=start, after=after, from_index=from_index, since=since, until=until, count=count)
+    not_json = shown = 0
     # Records printed on a terminal are their own progress.
     with (
-        Reader(directory, start, after=after, follow=not no_follow) as reader,
+        selection.reader(directory, follow=not no_follow) as reader,
         _progress("dumping", unit="records", enabled=not sys.stdout.isatty()) as advance,
     ):
-        for entry in reader:
-            _print_entry(entry, fmt)
+        for entry in selection.rows(reader):
+            if not _print_entry(entry, fmt, view):
+                not_json += 1
+            shown += 1
             advance(1)
+    if not_json:
+        click.echo(f"binlog: {not_json} of {shown} payloads are not JSON: shown as text, marked", err=True)
 
 
 @main.command()
 @log_dir
-@click.option("-f", "--follow", is_flag=True, help="Keep waiting for new records (stop with Ctrl-C).")
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="After the last records, wait for new ones and print each as it is committed, across cutovers, until"
+    " Ctrl-C (exit 0) or --for.",
+)
 @click.option("-n", "--lines", "count", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "text"]), default="text", show_default=True)
 @click.option(
     "--for", "duration", type=click.FloatRange(min=0), default=None, help="With -f: stop after this many seconds."
 )
 def tail(directory: str, follow: bool, count: int, fmt: str, duration: float | None) -> None:
-    """Print the last records, then (with -f) new ones as they are committed."""
+    """Print the last records, then (with -f) wait for new ones as they are committed."""
     with Reader(directory) as reader:
         recent: list[Entry] = []
         for entry in reader:
@@ -357,28 +813,43 @@ def verify(directory: str, as_json: bool) -> None:
     Bytes beyond the commit point (a torn tail) are described, never counted
     as damage. A segment that cannot be read is an I/O error (exit 2): the
     log could not be checked. On exit 1 the report still goes to stdout and
-    one line on stderr names the first damage.
+    one line on stderr names the first damage. The segments in --json have
+    the shape of stat, meta and info --json.
     """
     with _progress("verifying"):
         report = verify_log(directory)
     _require_checked(report.damage)
     if as_json:
-        _emit_json(report.to_dict())
+        _emit_json(
+            {
+                "directory": report.directory,
+                "ok": report.ok,
+                "records": report.records,
+                "first_index": report.first_index,
+                "last_index": report.last_index,
+                "segments": _segments_json(directory, report),
+                "tail": _tail_json(report),
+                "damage": _damage_json(report.damage),
+            }
+        )
     else:
         span = "" if report.first_index is None else f", indexes {_span(report.first_index, report.last_index)}"
         click.echo(f"{report.directory}: {len(report.segments)} segments, {report.records} records{span}")
-        for seg in report.segments:
-            tail_info = seg.tail
-            note = ""
-            if tail_info is not None and (tail_info.adoptable_records or tail_info.extra_bytes):
-                note = (
-                    f"; beyond the commit point: {tail_info.adoptable_records} complete records,"
-                    f" {tail_info.extra_bytes} bytes to truncate ({tail_info.stop_reason}), not damage"
-                )
-            click.echo(f"  {os.path.basename(seg.path)}  v{seg.version} {seg.state:<8} {seg.records} records{note}")
+        rows = [
+            [os.path.basename(seg.path), f"v{seg.version}", seg.state, f"{seg.records} records"]
+            for seg in report.segments
+        ]
+        for line in table(rows, right={3}):
+            click.echo(f"  {line}")
+        note = _tail_note(_tail_json(report))
+        if note is not None:
+            click.echo(f"  {note}")
         for damage in report.damage:
-            click.echo(f"  DAMAGE {_damage_as_error(damage)}; {damage.bytes_skipped} bytes skipped")
-        click.echo("ok" if report.ok else f"DAMAGED: {len(report.damage)} damaged regions in committed data")
+            click.echo(_styled(f"  DAMAGE {_damage_as_error(damage)}; {damage.bytes_skipped} bytes skipped", fg="red"))
+        if report.ok:
+            click.echo(_styled("ok", fg="green"))
+        else:
+            click.echo(_styled(f"DAMAGED: {_regions(len(report.damage))} in committed data", fg="red", bold=True))
     _raise_damage(report.damage)
 
 
@@ -398,46 +869,49 @@ def cutover(directory: str, as_json: bool) -> None:
         click.echo(log)
 
 
-def _stat_table(items: list[SegmentStat]) -> Table:
-    table = Table(box=None, pad_edge=False)
-    for column in ("segment", "v", "state", "records", "indexes", "from", "to", "bytes", "commit"):
-        table.add_column(column, justify="right" if column in ("records", "bytes", "commit") else "left")
-    for item in items:
-        span = "" if item.first_index is None else f"{item.first_index}..{item.last_index}"
-        table.add_row(
-            item.file,
-            str(item.version),
-            item.state,
-            str(item.records),
-            span,
-            _shown_time(item.first_timestamp_us),
-            _shown_time(item.last_timestamp_us),
-            str(item.size),
-            "" if item.commit_offset is None else str(item.commit_offset),
-        )
-    return table
+def _stat_lines(segments: list[dict[str, Any]]) -> list[str]:
+    header = ["segment", "v", "state", "records", "indexes", "from", "to", "size", "commit"]
+    rows = [
+        [
+            seg["file"],
+            str(seg["version"]),
+            seg["state"],
+            str(seg["records"]),
+            "" if seg["first_index"] is None else f"{seg['first_index']}..{seg['last_index']}",
+            _shown_time(seg["first_timestamp_us"]),
+            _shown_time(seg["last_timestamp_us"]),
+            human_size(seg["size"]),
+            "" if seg["commit_offset"] is None else str(seg["commit_offset"]),
+        ]
+        for seg in segments
+    ]
+    return table(rows, header=header, right={3, 7, 8})
 
 
 @main.command("stat")
 @log_dir
 @json_option
 def stat_command(directory: str, as_json: bool) -> None:
-    """Segments, records, index and time ranges, sizes, commit points, open or sealed."""
-    items = stat(directory)
-    totals = {
-        "segments": len(items),
-        "records": sum(i.records for i in items),
-        "bytes": sum(i.size for i in items),
-        "first_index": next((i.first_index for i in items if i.first_index is not None), None),
-        "last_index": next((i.last_index for i in reversed(items) if i.last_index is not None), None),
-    }
+    """Segments, records, index and time ranges, sizes, commit points, open or sealed.
+
+    Reads the headers only (fast; binlog verify checks the records). The
+    segments in --json (segments_detail) have the shape of meta, verify and
+    info --json.
+    """
+    segments = _segments_json(directory)
+    totals = _totals(segments)
     if as_json:
-        _emit_json({"directory": directory, **totals, "segments_detail": [asdict(i) for i in items]})
+        _emit_json(
+            {
+                "directory": directory,
+                **{key: totals[key] for key in ("segments", "records", "bytes", "first_index", "last_index")},
+                "segments_detail": segments,
+            }
+        )
         return
-    out = _console()
-    out.print(_stat_table(items))
-    out.print(
-        f"{totals['segments']} segments, {totals['records']} records, {totals['bytes']} bytes,"
+    _echo_table(_stat_lines(segments))
+    click.echo(
+        f"{totals['segments']} segments, {totals['records']} records, {human_size(totals['bytes'])},"
         f" indexes {_span(totals['first_index'], totals['last_index'])}"
     )
 
@@ -446,22 +920,149 @@ def stat_command(directory: str, as_json: bool) -> None:
 @log_dir
 @json_option
 def meta(directory: str, as_json: bool) -> None:
-    """Every header field of every segment: log id, base index, flags, both commit slots."""
-    items = stat(directory)
+    """Every header field of every segment: log id, base index, flags, both commit slots.
+
+    --json: one object per segment, in the shape of stat, verify and info --json.
+    """
+    segments = _segments_json(directory)
     if as_json:
-        _emit_json([asdict(i) for i in items])
+        _emit_json(segments)
         return
-    for item in items:
-        click.echo(f"{item.file}: version {item.version}, {item.state}, {item.size} bytes")
-        if item.version == 2:
-            click.echo(f"  log id {item.log_id}, created {_shown_time(item.created_us)}")
+    for seg in segments:
+        click.echo(f"{seg['file']}: version {seg['version']}, {seg['state']}, {_exact_size(seg['size'])}")
+        if seg["version"] == 2:
+            click.echo(f"  log id {seg['log_id']}, created {_shown_time(seg['created_us'])}")
             click.echo(
-                f"  flags {item.flags:#010x}, capacity {item.capacity},"
-                f" indexes {_span(item.first_index, item.last_index)}"
+                f"  flags {seg['flags']:#010x}, capacity {_exact_size(seg['capacity'])},"
+                f" indexes {_span(seg['first_index'], seg['last_index'])}"
             )
-            for number, slot in enumerate(item.slots):
-                text = "empty or invalid" if slot is None else ", ".join(f"{k} {v}" for k, v in slot.items())
-                click.echo(f"  slot {number}: {text}")
+            for number, slot in enumerate(seg["slots"]):
+                click.echo(f"  slot {number}: {_slot_text(slot)}")
+
+
+def _slot_text(slot: dict[str, int] | None) -> str:
+    if slot is None:
+        return "empty or invalid"
+    fields = [
+        f"{name.removesuffix('_us').replace('_', ' ')} {_shown_time(value) if name.endswith('_us') else value}"
+        for name, value in slot.items()
+    ]
+    return ", ".join(fields)
+
+
+def _lag_or_none(directory: str, info: SubscriberInfo, last: Ref | None) -> int | None:
+    """A subscriber's lag; None when damage keeps the records it counts from being read."""
+    try:
+        return lag(directory, info, last)
+    except CorruptionError:
+        return None
+
+
+def _subscribers_json(directory: str, *, damaged_ok: bool = False) -> list[dict[str, Any]]:
+    """Every subscriber with its checkpoint and lag; with ``damaged_ok`` a lag that damage hides is null."""
+    subscribers = list_subscribers(directory)
+    if not subscribers:
+        return []
+    try:
+        last = last_ref(directory)
+    except CorruptionError:
+        if not damaged_ok:
+            raise
+        return [{"name": i.name, "checkpoint": _checkpoint(i), "lag": None} for i in subscribers]
+    lag_of = _lag_or_none if damaged_ok else lag
+    return [{"name": i.name, "checkpoint": _checkpoint(i), "lag": lag_of(directory, i, last)} for i in subscribers]
+
+
+def _checkpoint(info: SubscriberInfo) -> str | None:
+    return None if info.checkpoint is None else str(info.checkpoint)
+
+
+def _state_counts(segments: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {state: 0 for state in ("sealed", "finished", "open", "blank")}
+    for seg in segments:
+        counts[seg["state"]] = counts.get(seg["state"], 0) + 1
+    return counts
+
+
+@main.command()
+@log_dir
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Read the headers only: no record is checked, so damage is not looked for (the damage line says so).",
+)
+@json_option
+def info(directory: str, quick: bool, as_json: bool) -> None:
+    """One screen about a log: segments, records, index and time ranges, size on disk, damage, subscribers.
+
+    Checks every committed record, as verify does (exit 1 on damage, the
+    report still printed), unless --quick. --json has exact numbers and the
+    segments in the shape of stat, meta and verify --json.
+    """
+    report: VerifyReport | None = None
+    if not quick:
+        with _progress("verifying"):
+            report = verify_log(directory)
+        _require_checked(report.damage)
+    segments = _segments_json(directory, report)
+    totals = _totals(segments)
+    subscribers = _subscribers_json(directory, damaged_ok=True)
+    tail_json = None if report is None else _tail_json(report)
+    damage = [] if report is None else report.damage
+    states = _state_counts(segments)
+    compressed = sum(1 for seg in segments if seg["compressed"])
+    if as_json:
+        _emit_json(
+            {
+                "directory": directory,
+                **totals,
+                "first_timestamp": _iso(totals["first_timestamp_us"]),
+                "last_timestamp": _iso(totals["last_timestamp_us"]),
+                "segment_states": states,
+                "plain_segments": len(segments) - compressed,
+                "compressed_segments": compressed,
+                "checked": "headers" if quick else "records",
+                "ok": None if report is None else report.ok,
+                "damage": _damage_json(damage),
+                "tail": tail_json,
+                "subscribers": subscribers,
+                "segments_detail": segments,
+            }
+        )
+        _raise_damage(damage)
+        return
+    state_text = ", ".join(f"{n} {state}" for state, n in states.items() if n) or "none"
+    rows = [
+        ["log", directory],
+        ["segments", f"{len(segments)}: {state_text}; {len(segments) - compressed} plain, {compressed} compressed"],
+        ["records", f"{totals['records']:,}, indexes {_span(totals['first_index'], totals['last_index'])}"],
+        ["time", _time_range(totals["first_timestamp_us"], totals["last_timestamp_us"], totals["records"])],
+        ["on disk", f"{human_size(totals['bytes'])} in segments"],
+    ]
+    if report is None:
+        rows.append(["damage", "not looked for (--quick reads headers only; binlog verify checks every record)"])
+    elif report.ok:
+        rows.append(["damage", _styled("none: every committed record checked", fg="green")])
+    else:
+        first = _damage_as_error(damage[0])
+        rows.append(["damage", _styled(f"{_regions(len(damage))}; the first: {first}", fg="red", bold=True)])
+    note = _tail_note(tail_json)
+    if note is not None:
+        rows.append(["tail", note])
+    if not subscribers:
+        rows.append(["subscribers", "none"])
+    for sub in subscribers:
+        behind = "unknown (damage)" if sub["lag"] is None else f"{sub['lag']:,}"
+        rows.append([f"subscriber {sub['name']}", f"lag {behind}, checkpoint {sub['checkpoint'] or '(start)'}"])
+    for line in table(rows):
+        click.echo(line)
+    _raise_damage(damage)
+
+
+def _time_range(first: int | None, last: int | None, records: int) -> str:
+    if not records:
+        return "none"
+    return f"{_shown_time(first) or 'unknown'} .. {_shown_time(last) or 'unknown'}"
 
 
 def _monitor_frame(directory: str, previous: tuple[float, int] | None) -> tuple[dict[str, Any], tuple[float, int]]:
@@ -476,6 +1077,7 @@ def _monitor_frame(directory: str, previous: tuple[float, int] | None) -> tuple[
     frame = {
         "time": _iso(time.time_ns() // 1000),
         "segments": len(items),
+        "bytes": sum(i.size for i in items),
         "last_segment": current.file if current else None,
         "commit_offset": current.commit_offset if current else None,
         "last_index": last_index,
@@ -496,21 +1098,20 @@ def _monitor_frames(directory: str, interval: float, count: int | None) -> Itera
         yield frame
 
 
-def _monitor_table(directory: str, frame: dict[str, Any]) -> Table:
+def _monitor_lines(directory: str, frame: dict[str, Any]) -> list[str]:
     def shown(value: object) -> str:
         return "-" if value is None else str(value)
 
-    table = Table(title=f"binlog monitor {directory}", box=None, show_header=False)
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    table.add_row("segments", str(frame["segments"]))
-    table.add_row("last segment", shown(frame["last_segment"]))
-    table.add_row("commit point", shown(frame["commit_offset"]))
-    table.add_row("last index", shown(frame["last_index"]))
-    table.add_row("appends/s", f"{frame['appends_per_second']:,.1f}")
-    for sub in frame["subscribers"]:
-        table.add_row(f"subscriber {sub['name']}", f"lag {sub['lag']}")
-    return table
+    rows = [
+        ["segments", str(frame["segments"])],
+        ["on disk", human_size(frame["bytes"])],
+        ["last segment", shown(frame["last_segment"])],
+        ["commit point", shown(frame["commit_offset"])],
+        ["last index", shown(frame["last_index"])],
+        ["appends/s", f"{frame['appends_per_second']:,.1f}"],
+    ]
+    rows += [[f"subscriber {sub['name']}", f"lag {sub['lag']}"] for sub in frame["subscribers"]]
+    return [f"binlog monitor {directory}  {frame['time']}", *table(rows)]
 
 
 @main.command()
@@ -525,20 +1126,28 @@ def _monitor_table(directory: str, frame: dict[str, Any]) -> Table:
 @click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after this many refreshes.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per refresh, one per line.")
 def monitor(directory: str, interval: float, count: int | None, as_json: bool) -> None:
-    """A live view of appends per second, the commit point and subscriber lag, updated in place.
+    """A live view of appends per second, the commit point, size and subscriber lag.
 
-    Runs until Ctrl-C (exit 0) or --count refreshes.
+    On a terminal the view is redrawn in place; otherwise each refresh is
+    printed after the last, a blank line apart. Runs until Ctrl-C (exit 0) or
+    --count refreshes.
     """
-    frames = _monitor_frames(directory, interval, count)
+    in_place = sys.stdout.isatty()
+    height = 0
     try:
-        if as_json:
-            for frame in frames:
+        for frame in _monitor_frames(directory, interval, count):
+            if as_json:
                 click.echo(json.dumps(frame, separators=(",", ":")))
-            return
-        refresh = max(1, int(1 / max(interval, 0.05)))
-        with Live(_monitor_table(directory, next(frames)), console=_console(), refresh_per_second=refresh) as live:
-            for frame in frames:
-                live.update(_monitor_table(directory, frame))
+                continue
+            lines = _monitor_lines(directory, frame)
+            if in_place and height:
+                click.echo(f"\x1b[{height}F\x1b[J", nl=False)  # back to the view's first line, erase it all
+            elif height:
+                click.echo()
+            click.echo(_styled(lines[0], bold=True))
+            for line in lines[1:]:
+                click.echo(line)
+            height = len(lines)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a live view ends: success
 
@@ -564,7 +1173,9 @@ def repair_command(directory: str, dry_run: bool, backup_dir: str | None, as_jso
         click.echo("nothing to repair")
     for action in report.actions:
         where = "" if action.offset is None else f" at offset {action.offset}"
-        amount = f", {action.bytes} bytes" if action.bytes else f", {action.records} records" if action.records else ""
+        amount = (
+            f", {human_size(action.bytes)}" if action.bytes else f", {action.records} records" if action.records else ""
+        )
         click.echo(f"{verb} {action.action}: {action.path}{where}{amount}")
     for note in report.checkpoints:
         click.echo(f"{verb} fix {note}")
@@ -588,15 +1199,28 @@ def compress(directory: str, codec: str, dry_run: bool, as_json: bool) -> None:
         _emit_json([asdict(d) for d in done])
         return
     for item in done:
-        ratio = f" ({item.compressed_bytes / item.original_bytes:.0%})" if item.compressed_bytes else ""
-        click.echo(f"{'would compress' if dry_run else 'compressed'} {os.path.basename(item.path)}{ratio}")
+        name = os.path.basename(item.path)
+        if dry_run:
+            click.echo(f"would compress {name} ({human_size(item.original_bytes)})")
+        else:
+            click.echo(f"compressed {name}: {_shrunk(item.original_bytes, item.compressed_bytes)}")
     if not done:
         click.echo("no sealed segment left to compress")
+    elif not dry_run and len(done) > 1:
+        before, after = sum(d.original_bytes for d in done), sum(d.compressed_bytes for d in done)
+        click.echo(f"{len(done)} segments compressed: {_shrunk(before, after)}")
 
 
-def _export_rows(directory: str) -> Iterator[Entry]:
-    with Reader(directory) as reader:
-        yield from reader
+def _shrunk(before: int, after: int) -> str:
+    ratio = f" ({after / before:.0%})" if before else ""
+    return f"{human_size(before)} -> {human_size(after)}{ratio}"
+
+
+def _export_rows(directory: str, selection: _Range, tolerant: bool, damage: list[Damage]) -> Iterator[Entry]:
+    """The selected records; with ``tolerant`` damaged regions are skipped and listed in ``damage`` at the end."""
+    with selection.reader(directory, tolerant=tolerant) as reader:
+        yield from selection.rows(reader)
+        damage.extend(reader.damage)
 
 
 def _export_target(directory: str, output: str) -> str:
@@ -664,18 +1288,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _error_json(exc: BinlogError) -> dict[str, Any]:
-    return {
-        "error_class": exc.error_class,
-        "message": exc.message,
-        "path": exc.path,
-        "log": exc.log,
-        "offset": exc.offset,
-        "index": exc.index,
-    }
-
-
-@main.command()
+@main.command(epilog=_RANGE_HELP)
 @log_dir
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "arrow"]), default="jsonl", show_default=True)
 @click.option(
@@ -685,37 +1298,80 @@ def _error_json(exc: BinlogError) -> dict[str, Any]:
     required=True,
     help="The file to write; '-' is standard output (jsonl only).",
 )
+@_range_options
+@click.option(
+    "--tolerant",
+    is_flag=True,
+    help="Skip damaged regions instead of stopping at the first: the records read are written and the file"
+    " kept, the damage is listed (stderr, and 'damage' in --json) and the exit code is 1.",
+)
 @json_option
-def export(directory: str, fmt: str, output: str, as_json: bool) -> None:
-    """Write every committed record to a JSON-lines, Parquet or Arrow IPC file.
+def export(
+    *,
+    directory: str,
+    fmt: str,
+    output: str,
+    from_index: int | None,
+    since: int | None,
+    until: int | None,
+    count: int | None,
+    tolerant: bool,
+    as_json: bool,
+) -> None:
+    """Write the committed records (all, or a range) to a JSON-lines, Parquet or Arrow IPC file.
 
     The file is written under a temporary name beside it and renamed into
     place only when complete: on damage (exit 1), an error or Ctrl-C no
-    partial file is left and a previous file of that name is untouched. The
-    output may not lie in the log directory.
+    partial file is left and a previous file of that name is untouched.
+    With --tolerant, damage does not stop the export: the file holds every
+    record that could be read and is kept, and the exit code is still 1.
+    The output may not lie in the log directory.
     """
+    selection = _range(from_index=from_index, since=since, until=until, count=count)
     to_stdout = output == "-"
     if to_stdout and fmt != "jsonl":
         raise click.BadParameter(f"{fmt} cannot be streamed to standard output: give a file", param_hint="'-o'")
     if to_stdout and as_json:
         raise click.UsageError("--json reports on standard output, where -o - would write the records")
+    damage: list[Damage] = []
+    rows = _export_rows(directory, selection, tolerant, damage)
     try:
         # Records streamed to a terminal are their own progress.
         with _progress("exporting", unit="records", enabled=not (to_stdout and sys.stdout.isatty())) as advance:
             if to_stdout:
-                written = _EXPORTERS[fmt](_export_rows(directory), sys.stdout.buffer, advance)
+                written = _EXPORTERS[fmt](rows, sys.stdout.buffer, advance)
+                _require_checked(damage)
             else:
                 target = _export_target(directory, output)
                 with _replacing(target) as out:
-                    written = _EXPORTERS[fmt](_export_rows(directory), out, advance)
+                    written = _EXPORTERS[fmt](rows, out, advance)
+                    _require_checked(damage)  # a region that could not be read: not checked, so no file
     except CorruptionError as exc:
         if as_json:
-            _emit_json({"output": output, "format": fmt, "records": 0, "damage": _error_json(exc)})
+            stopped = Damage.from_error(exc, bytes_skipped=0, next_index=None)
+            _emit_json(_export_report(output, fmt, 0, [stopped], tolerant=tolerant, written=False))
         raise
     if as_json:
-        _emit_json({"output": output, "format": fmt, "records": written, "damage": None})
+        _emit_json(_export_report(output, fmt, written, damage, tolerant=tolerant, written=True))
     elif not to_stdout:
-        click.echo(f"{written} records written to {output}")
+        skipped = f"; {_regions(len(damage))} skipped (the file is kept)" if damage else ""
+        click.echo(f"{written} records written to {output}{skipped}")
+    _raise_damage(damage)
+
+
+def _export_report(
+    output: str, fmt: str, records: int, damage: list[Damage], *, tolerant: bool, written: bool
+) -> dict[str, Any]:
+    """export --json: ``written`` says whether ``output`` now holds this export (kept on damage only if
+    tolerant); ``damage`` lists each damaged region, in verify's shape."""
+    return {
+        "output": output,
+        "format": fmt,
+        "records": records,
+        "written": written,
+        "tolerant": tolerant,
+        "damage": _damage_json(damage),
+    }
 
 
 def _export_jsonl(rows: Iterator[Entry], out: BinaryIO, advance: Callable[[int], None]) -> int:
@@ -728,8 +1384,9 @@ def _export_jsonl(rows: Iterator[Entry], out: BinaryIO, advance: Callable[[int],
 
 
 def _export_arrow(rows: Iterator[Entry], out: BinaryIO, advance: Callable[[int], None], *, parquet: bool) -> int:
-    import pyarrow as pa  # noqa: PLC0415 - only these exports need Arrow; keep the CLI quick to start
+    from ._optional import require  # noqa: PLC0415 - only these exports need Arrow; keep the CLI quick to start
 
+    pa = require("pyarrow", "arrow", "Parquet and Arrow export")
     schema = pa.schema(
         [
             ("log", pa.int32()),
@@ -742,8 +1399,7 @@ def _export_arrow(rows: Iterator[Entry], out: BinaryIO, advance: Callable[[int],
     )
     writer: Any
     if parquet:
-        import pyarrow.parquet as pq  # noqa: PLC0415
-
+        pq = require("pyarrow.parquet", "arrow", "Parquet export")
         writer = pq.ParquetWriter(out, schema)
     else:
         writer = pa.ipc.new_file(out, schema)
@@ -802,8 +1458,12 @@ def retain_command(directory: str, max_age: float | None, max_bytes: int | None,
         return
     for decision in decisions:
         verb = ("would remove" if dry_run else "removed") if decision.remove else "kept"
-        click.echo(f"{verb} segment {decision.log:08d}: {decision.reason}")
-    if not decisions:
+        click.echo(f"{verb} segment {decision.log:08d}: {decision.reason} ({human_size(decision.size)})")
+    removed = [d for d in decisions if d.remove]
+    if removed:
+        freed = human_size(sum(d.size for d in removed))
+        click.echo(f"{len(removed)} segments, {freed}, {'would be removed' if dry_run else 'removed'}")
+    else:
         click.echo("nothing to remove")
 
 
@@ -817,15 +1477,7 @@ def subscriber() -> None:
 @json_option
 def subscriber_list(directory: str, as_json: bool) -> None:
     """Every subscriber with its checkpoint and lag."""
-    last = last_ref(directory)
-    rows = [
-        {
-            "name": i.name,
-            "checkpoint": None if i.checkpoint is None else str(i.checkpoint),
-            "lag": lag(directory, i, last),
-        }
-        for i in list_subscribers(directory)
-    ]
+    rows = _subscribers_json(directory)
     if as_json:
         _emit_json(rows)
         return
@@ -862,18 +1514,52 @@ def subscriber_show(directory: str, name: str, as_json: bool) -> None:
     """One subscriber's checkpoint and lag."""
     info = get_subscriber(directory, name)
     behind = lag(directory, info, last_ref(directory))
-    row = {"name": info.name, "checkpoint": None if info.checkpoint is None else str(info.checkpoint), "lag": behind}
+    row = {"name": info.name, "checkpoint": _checkpoint(info), "lag": behind}
     if as_json:
         _emit_json(row)
     else:
         click.echo(f"{row['name']}: checkpoint {row['checkpoint'] or '(start)'}, lag {behind}")
 
 
-def _register_conformance() -> None:
-    # The conformance runner is its own package; the reference CLI only exposes it.
-    from openbinlog_conformance.cli import conformance_group  # noqa: PLC0415 - avoids an import cycle
+@subscriber.command("reset")
+@log_dir
+@click.argument("name")
+@click.option("--to", "to", type=_RefParam(), help="The last record to count as consumed: reading resumes after it.")
+@click.option("--earliest", is_flag=True, help="Nothing consumed: reading resumes at the first record.")
+@click.option("--latest", is_flag=True, help="Everything committed now consumed: reading resumes after it.")
+@json_option
+def subscriber_reset(*, directory: str, name: str, to: Ref | None, earliest: bool, latest: bool, as_json: bool) -> None:
+    """Move a subscriber's checkpoint: --to REF, --earliest or --latest (give one).
 
-    main.add_command(conformance_group)
+    --to must name a committed record of the log (exit 2 otherwise, nothing
+    changed). Stop the consumer first: one running under this name keeps its
+    own position and overwrites the checkpoint at its next commit.
+    """
+    if sum((to is not None, earliest, latest)) != 1:
+        raise click.UsageError("give one of --to REF, --earliest and --latest")
+    previous = get_subscriber(directory, name)
+    target = last_ref(directory) if latest else to
+    info = reset_subscriber(directory, name, to=target)
+    row = {
+        "name": info.name,
+        "checkpoint": _checkpoint(info),
+        "previous": _checkpoint(previous),
+        "lag": lag(directory, info, last_ref(directory)),
+    }
+    if as_json:
+        _emit_json(row)
+    else:
+        click.echo(
+            f"{info.name}: checkpoint {row['checkpoint'] or '(start)'} (was {row['previous'] or '(start)'}),"
+            f" lag {row['lag']}"
+        )
 
 
-_register_conformance()
+# The conformance runner is its own package; the reference CLI only exposes it, imported when it is used.
+main.add_command(
+    _LazyGroup(
+        "conformance",
+        "openbinlog_conformance.cli:conformance_group",
+        short_help="Run the BinLog conformance suite (spec/conformance.md) against implementations.",
+    )
+)

@@ -29,12 +29,12 @@ from __future__ import annotations
 import gzip
 import tempfile
 import zlib
+from types import ModuleType
 from typing import IO, cast
-
-import zstandard
 
 from ._format import HEADER_SIZE
 from ._fs import MAX_FILE_OFFSET, pread
+from ._optional import require
 from ._segment import LegacyHeaderInfo, parse_header
 from .errors import BadHeaderError, BinlogError, BinlogIOError
 
@@ -42,9 +42,14 @@ __all__ = ["CODECS", "CompressedSegment", "UnpackError", "unpacking"]
 
 CODECS = ("gz", "zst")  # the file name suffixes, without their dot
 _PIECE = 1 << 20
-# What the decoders raise for bytes that are not a valid stream; gzip.BadGzipFile is an OSError, so it is told
-# apart from a failed read before OSError is.
-_UNDECODABLE = (gzip.BadGzipFile, EOFError, zlib.error, zstandard.ZstdError)
+# What the decoders raise for bytes that are not a valid stream (Zstandard's error is added where that codec is
+# used: an optional dependency); gzip.BadGzipFile is an OSError, so it is told apart from a failed read before
+# OSError is.
+_UNDECODABLE: tuple[type[Exception], ...] = (gzip.BadGzipFile, EOFError, zlib.error)
+
+
+def _zstandard() -> ModuleType:
+    return require("zstandard", "zstd", "reading and writing .zst segments")
 
 
 class UnpackError(BadHeaderError):
@@ -60,7 +65,7 @@ def unpacking(raw: IO[bytes], codec: str) -> IO[bytes]:
     if codec == "gz":
         return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
     if codec == "zst":
-        return cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))
+        return cast(IO[bytes], _zstandard().ZstdDecompressor().stream_reader(raw, read_across_frames=True))
     raise ValueError(f"codec must be one of {CODECS}, not {codec!r}")
 
 
@@ -105,6 +110,7 @@ class CompressedSegment:
         except BaseException:
             raw.close()
             raise
+        self._undecodable = _UNDECODABLE + ((_zstandard().ZstdError,) if codec == "zst" else ())
         self._spill: IO[bytes] | None = None
         self._unpacked = 0  # bytes in the spill
         self._end: int | None = None  # where unpacking stops: known once the header is unpacked
@@ -186,7 +192,7 @@ class CompressedSegment:
         assert self._stream is not None
         try:
             return self._stream.read(size)
-        except _UNDECODABLE as exc:
+        except self._undecodable as exc:
             raise UnpackError(
                 f"compressed segment cannot be unpacked: {exc}", path=self.path, offset=self._unpacked
             ) from exc

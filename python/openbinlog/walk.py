@@ -19,6 +19,7 @@ Where each rule of the walk lives:
 - split start and stop (spec 10.5): ``find_boundary``, ``SegmentWalk`` (``Split``)
 - chain (spec 8.6, Appendix B.4): ``next_segment``
 - the walk of a whole log (spec 10.2, 10.3, 10.6): ``LogWalk``
+- starting at an index or a time: ``seek_segment`` picks the segment, ``LogWalk.seek`` walks from it
 """
 
 from __future__ import annotations
@@ -1077,6 +1078,112 @@ def end_in(directory: Directory, segment: Source, header: SegmentHeaderInfo, pre
     return segment_end(segment, header, successor)
 
 
+# -- seeking by index or time -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Seek:
+    """Where a seeking walk starts returning records: at the first whose index is at least ``index``,
+    or whose timestamp is at least ``time_us`` (microseconds since the epoch). Exactly one is given."""
+
+    index: int | None = None
+    time_us: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.index is None) == (self.time_us is None):
+            raise ValueError("a seek needs exactly one of index and time_us")
+
+    def before(self, entry: Entry) -> bool:
+        """``entry`` lies before the target: the walk passes over it without returning it.
+
+        A record without a timestamp (version 1) is never at or after a time.
+        """
+        if self.index is not None:
+            return entry.index < self.index
+        assert self.time_us is not None
+        return entry.timestamp_us is None or entry.timestamp_us < self.time_us
+
+
+def seek_segment(directory: Directory, target: Seek) -> tuple[SegmentSource, Header] | None:
+    """The segment a walk seeking ``target`` starts in, opened, with its checked header; None for an empty log.
+
+    A binary search over the segments listed reads headers, never records:
+    by index, the last segment whose ``base_index`` is at most the target
+    (else the lowest present); by time, the first whose end carries a last
+    timestamp at or after the target (the active slot's ``last_timestamp_us``,
+    or what END walks beyond the commit point of a finished segment that is
+    not sealed), else the last segment. Both rely on what the writer
+    guarantees across the chain: consecutive indexes (spec 8.6) and
+    non-decreasing timestamps (W-9, carried by the slots across cutovers).
+    A segment whose header cannot say (version 1, whose indexes are counted
+    from the lowest segment, or a damaged header) ends the search at the
+    highest segment known to start at or before the target: the walk from
+    there meets it in order, as a read from the start would.
+    """
+    for _ in range(OPEN_ATTEMPTS):
+        present = directory.segments()
+        last = len(present) - 1
+        while last >= 0:
+            at = _search(directory, present, last, target)
+            if at is None:
+                break  # a segment was removed since the listing (retention): list again
+            opened = open_segment(directory, present[at], present)
+            if opened is None:
+                if present[at] not in directory.segments():
+                    break
+                last = at - 1  # a blank last segment: the log ends before it (R-7)
+                continue
+            if at and isinstance(opened[1], LegacyHeaderInfo):
+                # Chosen without a probe (by time): version 1 indexes need the count from the lowest segment.
+                opened[0].close()
+                last = 0
+                continue
+            return opened
+        else:
+            return None
+    raise BinlogIOError("segments keep vanishing while a seek reads their headers", path=directory.path)
+
+
+def _search(directory: Directory, present: Sequence[int], last: int, target: Seek) -> int | None:
+    """The position in ``present[: last + 1]`` of the segment to start in; None when a segment vanished.
+
+    By index: the last segment whose first record is at or before the target.
+    By time: the first segment whose end is at or after the target. ``later``:
+    the target lies at or after a probed segment's start (by index), after its end (by time).
+    """
+    by_index = target.index is not None
+    low, high = 0, last
+    while low < high:
+        middle = (low + high + 1) // 2 if by_index else (low + high) // 2
+        try:
+            opened = open_segment(directory, present[middle], present)
+            if opened is None:
+                if present[middle] not in directory.segments():
+                    return None
+                high = middle - 1  # a blank last segment holds nothing
+                continue
+            segment, header = opened
+            try:
+                if not isinstance(header, SegmentHeaderInfo):
+                    return low
+                if target.index is not None:
+                    later = header.base_index <= target.index
+                else:
+                    assert target.time_us is not None
+                    later = end_in(directory, segment, header, present).last_timestamp_us < target.time_us
+            finally:
+                segment.close()
+        except BinlogIOError:
+            raise
+        except BinlogError:
+            return low  # a damaged header: the walk from ``low`` reports it where a read from the start would
+        if by_index:
+            low, high = (middle, high) if later else (low, middle - 1)
+        else:
+            low, high = (middle + 1, high) if later else (low, middle)
+    return low
+
+
 # -- the walk of a log -------------------------------------------------------------
 
 
@@ -1087,6 +1194,7 @@ class LogWalk:
     committed now; ``ended`` says that nothing more will come (the walk does
     not follow cutovers and reached its segment's end, or a strict walk
     stopped). Damage raises, or with ``tolerant`` is appended to ``damage``.
+    ``seek`` starts it at an index or a time instead of the log's first record.
     """
 
     def __init__(self, directory: Directory, *, follow: bool = True, tolerant: bool = False) -> None:
@@ -1098,6 +1206,7 @@ class LogWalk:
         self._segment: SegmentSource | None = None
         self._walk: SegmentWalk | LegacyWalk | None = None
         self._header: Header | None = None
+        self._seek: Seek | None = None  # the target, until the walk has reached it
 
     # -- positioning --
 
@@ -1130,7 +1239,15 @@ class LogWalk:
         )
 
     def _start(self) -> bool:
-        """Spec 10.2 steps 1 to 3: the lowest segment present; False for an empty log."""
+        """Spec 10.2 steps 1 to 3: the lowest segment present (seeking: the one ``seek_segment`` picks);
+        False for an empty log."""
+        if self._seek is not None:
+            opened = seek_segment(self.directory, self._seek)
+            if opened is None:
+                return False
+            segment, header = opened
+            self._enter(segment, header, next_index=_first_index(header, 1), last_asqn=NO_ASQN)
+            return True
         while True:
             present = self.directory.segments()
             if not present:
@@ -1144,6 +1261,20 @@ class LogWalk:
             first = header.base_index if isinstance(header, SegmentHeaderInfo) else 1
             self._enter(segment, header, next_index=first, last_asqn=NO_ASQN)
             return True
+
+    def seek(self, target: Seek) -> None:
+        """Before the first batch: return records from the first at or after ``target`` on.
+
+        The walk starts at the first record of the segment ``seek_segment``
+        picks (sealed segments before it are never read record by record) and
+        walks over the records before the target without returning them,
+        checking them as ever: their damage is reported, or raises. Damage in
+        the segments before that one, and at the boundary into it, is not
+        read, so not reported. From the target on, the walk is the ordinary
+        one: it follows, or stops at the end of the segment it started in,
+        as ``follow`` says.
+        """
+        self._seek = target
 
     def start_segment(self, log: int) -> None:
         """Stand at the first record of segment ``log`` (a walk that reads that segment alone)."""
@@ -1229,10 +1360,22 @@ class LogWalk:
             walk = self._walk
             assert walk is not None
             entries = walk.next_batch()
+            if entries and self._seek is not None:
+                entries = self._from_target(entries, self._seek)
+                if not entries:
+                    continue  # every record of the batch lies before the target
             if entries:
                 return entries
             if not self._advance(walk):
                 return []
+        return []
+
+    def _from_target(self, entries: list[Entry], target: Seek) -> list[Entry]:
+        """The entries from the first at or after ``target`` on; once there, the walk seeks no more."""
+        for at, entry in enumerate(entries):
+            if not target.before(entry):
+                self._seek = None
+                return entries[at:]
         return []
 
     def _advance(self, walk: SegmentWalk | LegacyWalk) -> bool:

@@ -111,3 +111,21 @@ legacy_pieces = st.lists(
     ),
     max_size=20,
 )
+
+# Logs for the seek tests (test_seek.py): each item a cutover (None) or a record, as its payload, its asqn step
+# (None: no asqn; n: n above the last asqn) and how many microseconds its timestamp lies after the previous one
+# (0: equal timestamps, across cutovers too); with how many of the lowest segments retention removes.
+seek_logs = st.tuples(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.tuples(
+                st.binary(max_size=40),
+                st.one_of(st.none(), st.integers(min_value=1, max_value=3)),
+                st.integers(min_value=0, max_value=2),
+            ),
+        ),
+        max_size=30,
+    ),
+    st.integers(min_value=0, max_value=3),
+)

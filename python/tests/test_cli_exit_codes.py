@@ -127,12 +127,13 @@ def test_export_json_reports_the_damage_and_that_nothing_was_written(damaged_log
     code, out, err = cli("export", str(damaged_log), "-o", str(target), "--json")
     assert code == 1
     report = json.loads(out)
-    assert report["records"] == 0 and report["output"] == str(target)
-    assert (report["damage"]["error_class"], report["damage"]["offset"], report["damage"]["index"]) == (
-        "checksum_mismatch",
-        299,
-        2,
+    assert (report["records"], report["output"], report["written"], report["tolerant"]) == (
+        0,
+        str(target),
+        False,
+        False,
     )
+    assert [(d["error_class"], d["offset"], d["index"]) for d in report["damage"]] == [("checksum_mismatch", 299, 2)]
     one_line_on_stderr(err, "offset 299")
     assert not target.exists()
 
@@ -143,7 +144,14 @@ def test_export_json_reports_rows_and_path_and_keeps_the_replaced_files_mode(sma
     target.chmod(0o640)
     code, out, err = cli("export", str(small_log), "--format", "parquet", "-o", str(target), "--json")
     assert code == 0, err
-    assert json.loads(out) == {"output": str(target), "format": "parquet", "records": 3, "damage": None}
+    assert json.loads(out) == {
+        "output": str(target),
+        "format": "parquet",
+        "records": 3,
+        "written": True,
+        "tolerant": False,
+        "damage": [],
+    }
     assert pyarrow.parquet.read_table(target).column("payload").to_pylist() == [b"one", b"two", b"three"]
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert temp_files(tmp_path) == []
@@ -154,8 +162,8 @@ def test_export_interrupted_in_process_leaves_no_partial_file(
 ) -> None:
     real_rows = cli_module._export_rows
 
-    def interrupted(directory: str) -> Iterator[object]:
-        rows = real_rows(directory)
+    def interrupted(directory: str, *selection: object) -> Iterator[object]:
+        rows = real_rows(directory, *selection)  # type: ignore[arg-type]
         yield next(rows)
         raise KeyboardInterrupt
 
@@ -175,8 +183,8 @@ import pathlib, sys, time
 from openbinlog import cli
 ready = pathlib.Path(sys.argv[1])
 real_rows = cli._export_rows
-def held(directory):
-    for entry in real_rows(directory):
+def held(directory, *selection):
+    for entry in real_rows(directory, *selection):
         yield entry
         ready.touch()
         time.sleep(60)
@@ -265,6 +273,9 @@ COMMANDS = [
     ["tail", "{dir}"],
     ["stat", "{dir}"],
     ["meta", "{dir}"],
+    ["info", "{dir}"],
+    ["info", "{dir}", "--json"],
+    ["info", "{dir}", "--quick"],
     ["monitor", "{dir}", "--count", "1", "--json"],
     ["cutover", "{dir}"],
     ["repair", "{dir}", "--dry-run"],
@@ -278,6 +289,7 @@ COMMANDS = [
     ["subscriber", "show", "{dir}", "audit"],
     ["subscriber", "add", "{dir}", "audit"],
     ["subscriber", "remove", "{dir}", "audit"],
+    ["subscriber", "reset", "{dir}", "audit", "--latest"],
 ]
 
 
@@ -421,10 +433,14 @@ def _into_a_closed_pipe(args: list[str], cwd: Path, stdin: bytes = b"") -> tuple
         ["meta", "{dir}"],
         ["verify", "{dir}"],
         ["verify", "{dir}", "--json"],
+        ["info", "{dir}"],
+        ["info", "{dir}", "--json"],
         ["tail", "{dir}"],
         ["monitor", "{dir}", "--count", "1"],
         ["monitor", "{dir}", "--count", "1", "--json"],
         ["export", "{dir}", "-o", "-"],
+        ["export", "{dir}", "-o", "-", "--tolerant"],
+        ["dump", "{dir}", "--payload", "json", "--format", "text"],
         ["subscriber", "list", "{dir}"],
         ["--help"],
     ],
@@ -467,7 +483,7 @@ def test_bad_numbers_are_usage_errors(small_log: Path, options: list[str], named
 def test_dump_with_start_and_after_is_a_usage_error(small_log: Path) -> None:
     code, _, err = cli("dump", str(small_log), "--start", "1:256:1", "--after", "1:256:1")
     assert code == 2
-    assert "--start or --after" in err
+    assert "give one place to start, not --start and --after" in err
 
 
 def test_monitor_json_is_one_object_per_frame(small_log: Path) -> None:
@@ -490,7 +506,7 @@ def test_cutover_json_reports_the_new_log_number(small_log: Path) -> None:
 # -- 7. progress on stderr when it is a terminal, never on a pipe ---------------------------------
 
 
-@pytest.mark.parametrize(("command", "label"), [("verify", b"verifying"), ("dump", b"dumping")])
+@pytest.mark.parametrize(("command", "label"), [("verify", b"verifying"), ("dump", b"dumping"), ("info", b"verifying")])
 def test_progress_goes_to_a_terminal_stderr_and_never_into_stdout(small_log: Path, command: str, label: bytes) -> None:
     leader, follower = pty.openpty()
     process = subprocess.Popen(
@@ -524,7 +540,8 @@ def test_progress_goes_to_a_terminal_stderr_and_never_into_stdout(small_log: Pat
 
 def test_an_empty_log_prints_no_none(log_dir: Path) -> None:
     Writer(log_dir).close()
-    for command in (["stat"], ["meta"], ["verify"], ["monitor", "--count", "1"], ["tail"], ["subscriber", "list"]):
+    commands = (["stat"], ["meta"], ["verify"], ["info"], ["monitor", "--count", "1"], ["tail"], ["subscriber", "list"])
+    for command in commands:
         args = [*command, str(log_dir)] if command[0] == "subscriber" else [command[0], str(log_dir), *command[1:]]
         code, out, err = cli(*args)
         assert code == 0, (command, err)
@@ -561,7 +578,7 @@ def test_timestamps_a_datetime_cannot_hold_are_shown_not_fatal(log_dir: Path) ->
     code, out, err = cli("dump", str(log_dir))
     assert code == 0, err
     assert json.loads(out)["timestamp"] is None
-    for command in ("stat", "meta", "verify"):
+    for command in ("stat", "meta", "verify", "info"):
         code, out, err = cli(command, str(log_dir))
         assert code == 0, (command, err)
         assert "None" not in out, (command, out)

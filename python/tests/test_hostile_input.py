@@ -103,6 +103,8 @@ def _library(directory: str) -> dict[str, str]:
         "Reader": read(),
         "Reader(follow=False)": read(follow=False),
         "Reader(tolerant=True)": read(tolerant=True),
+        "Reader(start_index=3)": read(follow=False, start_index=3),
+        "Reader(start_time=1)": read(follow=False, start_time=1, tolerant=True),
         "LogWalk": lambda: walk(tolerant=False),
         "LogWalk(tolerant=True)": lambda: walk(tolerant=True),
         "Subscriber": subscriber,

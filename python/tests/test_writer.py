@@ -11,6 +11,7 @@ import pytest
 from logtools import FaultyFileSystem, append_raw, commit_offset, flip_bit, read_entries, segment, write_log
 
 from openbinlog import (
+    DEFAULT_SEGMENT_BYTES,
     AsqnOrderError,
     BinlogIOError,
     ChecksumMismatchError,
@@ -22,9 +23,10 @@ from openbinlog import (
     WriterFailedError,
     encode_record,
     recover,
+    verify,
 )
 from openbinlog._fs import OsFileSystem
-from openbinlog._segment import parse_header
+from openbinlog._segment import CommitState, encode_mirror, encode_slot, parse_header
 
 
 @pytest.mark.spec("W-1", "W-2", "W-34")
@@ -317,3 +319,39 @@ def test_interrupted_waiting_append_leaves_the_queue_and_the_group_goes_on(log_d
     assert not leader.is_alive() and not later.is_alive(), "the group stalled after an interrupted append"
     writer.close()
     assert [entry.payload for entry in read_entries(log_dir)] == [b"first", b"later"]
+
+
+def test_a_writer_cuts_over_at_one_gib_by_default(log_dir: Path) -> None:
+    """Without a size limit a log would grow one segment forever; the default rolls as Kafka does at 1 GiB."""
+    write_log(log_dir, [])
+    path = segment(log_dir)
+    full = CommitState(2, DEFAULT_SEGMENT_BYTES, 1, -1, 0)  # as if a gibibyte of records lay below
+    with path.open("r+b") as handle:
+        for at, raw in (encode_slot(full), encode_mirror(full, 1)):
+            handle.seek(at)
+            handle.write(raw)
+        handle.truncate(DEFAULT_SEGMENT_BYTES)  # sparse: no gibibyte is written
+    assert DEFAULT_SEGMENT_BYTES == 1 << 30
+    with Writer(log_dir, verify_on_open=False) as writer:
+        assert writer.append(b"x").log == 1
+        assert writer.append(b"y").log == 2
+
+
+@pytest.mark.parametrize("payload", ["text", 5, None, [1, 2]], ids=["str", "int", "None", "list"])
+def test_a_payload_that_is_not_bytes_is_refused_with_a_plain_message(log_dir: Path, payload: object) -> None:
+    """bytes(5) is five zero bytes: an int must never become a record of zeros."""
+    with Writer(log_dir) as writer:
+        with pytest.raises(TypeError, match="a payload is bytes"):
+            writer.append(payload)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="a payload is bytes"):
+            writer.append_many([b"fine", payload])  # type: ignore[list-item]
+        writer.append(memoryview(b"bytes-like"))
+    assert [e.payload for e in read_entries(log_dir)] == [b"bytes-like"]
+
+
+def test_a_verify_report_prints_as_a_summary(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two"])
+    assert str(verify(log_dir)) == f"{log_dir}: 1 segments, 2 records, indexes 1..2: intact"
+    flip_bit(segment(log_dir), 256 + 41)
+    lines = str(verify(log_dir)).splitlines()
+    assert lines[0].endswith("1 damaged region(s)") and "checksum_mismatch" in lines[1]

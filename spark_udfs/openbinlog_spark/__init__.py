@@ -13,9 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from openbinlog._optional import require
 
-from .source import PUSHDOWN_CONF, BinlogDataSource
+# The modules of the spark extra that this package imports as it loads, imported first so that a missing one names
+# the extra to install (the others are imported where used: s3fs by fsspec for s3://, zstandard for .zst segments).
+for _module in ("pyspark", "pyarrow", "numpy", "fsspec"):
+    require(_module, "spark", "the Spark data source openbinlog_spark")
+
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+from .source import PUSHDOWN_CONF, BinlogDataSource  # noqa: E402
 
 __all__ = ["BinlogDataSource", "corruption_report", "register"]
 

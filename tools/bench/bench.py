@@ -7,8 +7,9 @@
 
 (``tools/bench/bench`` runs this script with the repository's virtual environment.)
 
-Writes build/bench/results.json, README-table.md and throughput-recovery.png
-and prints the table. Logs are built in build/bench/work on the repository's
+Writes build/bench/results.json, README-table.md and throughput-recovery.png,
+the report page docs/benchmarks.md (beside the results with ``--out``), and
+prints the table. Logs are built in build/bench/work on the repository's
 file system and removed afterwards. The exit status is 0 whatever the
 verdicts (``--strict`` makes a BELOW fail the run).
 """
@@ -32,19 +33,21 @@ from bench_lib.measure import Row
 from bench_lib.plan import PLANS, Plan
 from bench_lib.reads import measure_memory, measure_reads, read_memory_worker
 from bench_lib.recovery import measure_recovery
-from bench_lib.report import plot, text_table, write_json, write_markdown
+from bench_lib.report import describe_machine, plot, text_table, write_json, write_markdown, write_page
 from bench_lib.spark import measure_spark, spark_worker
+from bench_lib.sqlite import measure_sqlite, sqlite_append_worker
 from bench_lib.writes import append_worker, bare_append_worker, measure_writes
 
 REPO = Path(__file__).resolve().parents[2]
 
-SECTIONS = ("reads", "spark", "memory", "writes", "recovery", "follower")
+SECTIONS = ("reads", "spark", "memory", "writes", "recovery", "follower", "sqlite")
 WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "append": append_worker,
     "bare_append": bare_append_worker,
     "follow": follow_worker,
     "read_memory": read_memory_worker,
     "spark": spark_worker,
+    "sqlite_append": sqlite_append_worker,
 }
 ORDER = (
     "W1",
@@ -68,6 +71,11 @@ ORDER = (
     "M1",
     "C1",
     "C2",
+    "S1",
+    "S2",
+    "S3",
+    "S4",
+    "S5",
 )
 
 
@@ -108,6 +116,12 @@ def run(plan: Plan, out: Path, sections: set[str], skip_spark: str | None) -> tu
             for log in logs:
                 progress(f"M1 on {log.path.name}", started)
                 rows.append(measure_memory(log))
+        if "sqlite" in sections:
+            # Before the writes: S5 reads the R1 log as built. The appends, like C2, on the smallest logs only.
+            for log in logs:
+                appends = log.log_size == min(plan.log_sizes)
+                progress(f"{'S1 to S5' if appends else 'S5'}: SQLite side by side on {log.path.name}", started)
+                rows.extend(measure_sqlite(log, plan, work / "scratch", appends=appends))
         if "writes" in sections:
             for log in logs:
                 progress(f"W1 to W4 on {log.path.name}", started)
@@ -156,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--full", action="store_true", help="add 1 GB and 2 GB logs")
     size.add_argument("--tiny", action="store_true", help="a 1 MB log, one run each, no Spark")
-    parser.add_argument("--out", type=Path, default=REPO / "build" / "bench", help="where results go")
+    parser.add_argument("--out", type=Path, help="where results go (default build/bench)")
+    parser.add_argument("--page", type=Path, help="the report page (docs/benchmarks.md; with --out, OUT/benchmarks.md)")
     parser.add_argument("--repeats", type=int, help="runs per figure (the median is reported)")
     parser.add_argument("--only", help=f"comma-separated sections out of {','.join(SECTIONS)}")
     parser.add_argument("--no-spark", action="store_true", help="report R2 and R3 as not run")
@@ -169,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := sections - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     skip_spark = "--no-spark given" if options.no_spark else None if plan.spark else f"{plan.name} mode"
-    out: Path = options.out
+    out: Path = options.out or REPO / "build" / "bench"
     out.mkdir(parents=True, exist_ok=True)
+    # A run told where to put its results (the smoke test's) leaves the committed page alone.
+    page: Path = options.page or (out / "benchmarks.md" if options.out else REPO / "docs" / "benchmarks.md")
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows, seconds = run(plan, out, sections, skip_spark)
     meta = {
@@ -180,12 +197,15 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": plan.repeats,
         "cores": os.cpu_count(),
         "load": " ".join(f"{load:.1f}" for load in os.getloadavg()),
+        "sections": ", ".join(section for section in SECTIONS if section in sections),
+        "command": " ".join(["tools/bench/bench.py", *arguments]),
     }
     write_json(rows, out / "results.json")
     write_markdown(rows, meta, out / "README-table.md")
     plot(rows, out / "throughput-recovery.png")
+    write_page(rows, meta, describe_machine(out), page)
     print(text_table(rows))
-    print(f"\n{plan.name} mode, {seconds:.0f} s; results in {out}")
+    print(f"\n{plan.name} mode, {seconds:.0f} s; results in {out}, the page in {page}")
     below = [row for row in rows if row.passed is False]
     return 1 if options.strict and below else 0
 

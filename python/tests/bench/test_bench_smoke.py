@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench" / "bench.py"
-BAR_IDS = {"W1", "W2", "W3", "W4", "R1", "R2", "R3"}
+BAR_IDS = {"W1", "W2", "W3", "W4", "R1", "R2", "R3", "S1", "S2", "S3", "S4", "S5"}
 FIELDS = {"id", "figure", "baseline", "ratio", "bar", "passed", "unit", "record_size", "log_size", "status"}
 
 

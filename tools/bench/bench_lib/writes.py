@@ -16,9 +16,9 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from openbinlog import Writer, encode_record
 
@@ -32,6 +32,12 @@ ZERO_CHUNK = bytes(1 << 20)
 WORKER_TIMEOUT = 300.0
 # Measured on a fresh log of its own, whatever the size of the log of its row.
 PREALLOCATED_W1 = "durable appends/s, one writer, preallocated segments"
+
+
+class Appender(Protocol):
+    """What the append loops drive: a BinLog ``Writer``, or another store's connection (sqlite.py)."""
+
+    def append(self, payload: bytes, /) -> object: ...
 
 
 class BaselineFile:
@@ -123,7 +129,7 @@ def record_encoding(pool: list[bytes]) -> Callable[[int], float]:
     return run
 
 
-def writer_appends(writer: Writer, pool: list[bytes]) -> Callable[[int], float]:
+def writer_appends(writer: Appender, pool: list[bytes]) -> Callable[[int], float]:
     def run(count: int) -> float:
         start = time.perf_counter()
         for i in range(count):
@@ -133,14 +139,16 @@ def writer_appends(writer: Writer, pool: list[bytes]) -> Callable[[int], float]:
     return run
 
 
-def threaded_calls(append: Callable[[int], None], threads: int) -> Callable[[int], float]:
-    """``threads`` threads calling ``append(i)`` concurrently, ``count`` calls in all."""
+def threaded_calls(appends: Sequence[Callable[[int], object]]) -> Callable[[int], float]:
+    """A thread per callable of ``appends``, each calling its own ``append(i)`` concurrently, ``count`` calls in all."""
+    threads = len(appends)
 
     def run(count: int) -> float:
         barrier = threading.Barrier(threads + 1)
 
         def work(first: int) -> None:
             barrier.wait()
+            append = appends[first]
             for i in range(count // threads):
                 append(first + i)
 
@@ -213,7 +221,8 @@ def bare_group_commit(file: BaselineFile, record: bytes, threads: int) -> Callab
 
 class AppendingProcesses:
     """Processes that each append on command, all at once: through a writer of their own on the
-    log (``append`` workers) or, for the floor, with a bare write+fdatasync loop (``bare_append``)."""
+    log (``append`` workers), a connection of their own to SQLite (``sqlite_append``) or, for the
+    floor, with a bare write+fdatasync loop (``bare_append``)."""
 
     def __init__(self, worker: str, processes: int, **arguments: Any) -> None:
         self.started = [start_worker(worker, **arguments, seed=n) for n in range(processes)]
@@ -246,18 +255,22 @@ class AppendingProcesses:
                 process.wait(timeout=10)
 
 
-def append_worker(arguments: dict[str, Any]) -> None:
-    """Worker side of W3: keep a writer open; for each count read from stdin, append that many
+def serve_appends(store: Appender, pool: list[bytes]) -> None:
+    """Worker side of ``AppendingProcesses``: for each count read from stdin, append that many
     records and report the monotonic span (CLOCK_MONOTONIC is system-wide, so spans of
     different processes compare)."""
-    pool = payloads(arguments["record_size"], seed=arguments["seed"])
+    print(READY, flush=True)
+    for line in sys.stdin:
+        start = time.monotonic()
+        for i in range(int(line)):
+            store.append(pool[i % len(pool)])
+        emit({"start": start, "end": time.monotonic()})
+
+
+def append_worker(arguments: dict[str, Any]) -> None:
+    """Worker side of W3: appends through a writer of its own, kept open."""
     with Writer(arguments["log"], verify_on_open=False) as writer:
-        print(READY, flush=True)
-        for line in sys.stdin:
-            start = time.monotonic()
-            for i in range(int(line)):
-                writer.append(pool[i % len(pool)])
-            emit({"start": start, "end": time.monotonic()})
+        serve_appends(writer, payloads(arguments["record_size"], seed=arguments["seed"]))
 
 
 def bare_append_worker(arguments: dict[str, Any]) -> None:
@@ -321,8 +334,8 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
             bare_processes = AppendingProcesses(
                 "bare_append", plan.processes, path=str(processes_file.path), record_size=size
             )
-            threaded_writer = threaded_calls(lambda i: writer.append(pool[i % len(pool)]), plan.threads)
-            threaded_bare = threaded_calls(bare_group_commit(group_file, record, plan.threads), plan.threads)
+            threaded_writer = threaded_calls([lambda i: writer.append(pool[i % len(pool)])] * plan.threads)
+            threaded_bare = threaded_calls([bare_group_commit(group_file, record, plan.threads)] * plan.threads)
             concurrent = plan.threads * plan.thread_appends
             w1_beside, w2, w3, bare_beside, group_floor, processes_floor = interleaved_rates(
                 [
