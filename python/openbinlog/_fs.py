@@ -42,7 +42,8 @@ class FileSystem(Protocol):
     def unlock(self, fd: int) -> None: ...
     def hold(self, fd: int) -> None: ...
     def held(self, path: str) -> bool: ...
-    def same_file(self, fd: int, path: str) -> bool: ...
+    def identity(self, fd: int) -> tuple[int, int]: ...
+    def names(self, path: str, identity: tuple[int, int]) -> bool: ...
 
 
 def sync_directory(path: str) -> None:
@@ -174,11 +175,15 @@ class OsFileSystem:
             os.close(fd)
         return bool(_FLOCK.unpack(answer)[0] != fcntl.F_UNLCK)
 
-    def same_file(self, fd: int, path: str) -> bool:
-        """Whether ``path`` still names the file open as ``fd`` (not removed, not replaced)."""
+    def identity(self, fd: int) -> tuple[int, int]:
+        """The device and inode of the file open as ``fd``."""
+        opened = os.fstat(fd)
+        return opened.st_dev, opened.st_ino
+
+    def names(self, path: str, identity: tuple[int, int]) -> bool:
+        """Whether ``path`` still names the file of ``identity`` (not removed, not replaced)."""
         try:
             named = os.stat(path)
         except FileNotFoundError:
             return False
-        opened = os.fstat(fd)
-        return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+        return (named.st_dev, named.st_ino) == identity

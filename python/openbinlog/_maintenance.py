@@ -123,7 +123,7 @@ def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed
             raise BinlogIOError("the compressed copy does not match the original", path=temp, log=log)
         with writer.exclusive():
             # Step 3, only while the original is still the segment: retention may have removed it.
-            if not fs.same_file(source, plain):
+            if not fs.names(plain, fs.identity(source)):
                 return None
             if not os.path.exists(target):
                 os.link(temp, target)

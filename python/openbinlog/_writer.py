@@ -59,6 +59,8 @@ LOCK_ATTEMPTS = 8  # reopenings of a LOCK that was removed or replaced while we 
 
 def _payload_bytes(payload: object) -> bytes:
     """A payload is bytes: say so plainly, rather than ``bytes()``'s "string argument without an encoding"."""
+    if type(payload) is bytes:  # the common case, without a copy
+        return payload
     if isinstance(payload, str):
         raise TypeError("a payload is bytes, not str: encode it first, e.g. text.encode()")
     try:
@@ -210,8 +212,11 @@ class Writer:
         self._spare_thread: threading.Thread | None = None
         self._make_directory()
         self._refuse_legacy()
+        self._lock_path = os.path.join(self.directory, LOCK_NAME)
+        self._lock_fd = -1
+        self._lock_identity = (0, 0)
         try:
-            self._lock_fd = self._fs.open_write(os.path.join(self.directory, LOCK_NAME), create=True)
+            self._open_lock()
         except OSError as exc:
             raise BinlogIOError(f"cannot open the lock file: {exc.strerror}", path=self.directory) from exc
         try:
@@ -496,7 +501,7 @@ class Writer:
         written: list[tuple[_Ticket, Ref]] = []
         rest: list[_Ticket] = []
         for position, ticket in enumerate(tickets):
-            if index > MAX_COUNTER:
+            if index >= MAX_COUNTER:  # the slot's next index after it would not fit 64 bits
                 ticket.error = LogFullError("record indexes are used up: start a new log", path=self.directory)
                 ticket.done = True
                 continue
@@ -592,16 +597,20 @@ class Writer:
         next writer lock another file and commit beside us: reopen the name
         and lock what it names now, so every writer converges on one file.
         """
-        path = self._path(LOCK_NAME)
         for _ in range(LOCK_ATTEMPTS):
             self._fs.lock(self._lock_fd)
-            if self._fs.same_file(self._lock_fd, path):
+            if self._fs.names(self._lock_path, self._lock_identity):
                 return
             self._fs.unlock(self._lock_fd)
             self._fs.close(self._lock_fd)
             self._lock_fd = -1
-            self._lock_fd = self._fs.open_write(path, create=True)
-        raise BinlogIOError("LOCK keeps being removed or replaced: no lock can be relied on", path=path)
+            self._open_lock()
+        raise BinlogIOError("LOCK keeps being removed or replaced: no lock can be relied on", path=self._lock_path)
+
+    def _open_lock(self) -> None:
+        # Its identity is taken once per open: checking the name then costs one stat per commit.
+        self._lock_fd = self._fs.open_write(self._lock_path, create=True)
+        self._lock_identity = self._fs.identity(self._lock_fd)
 
     def _release_files(self) -> None:
         if self._segment is not None:

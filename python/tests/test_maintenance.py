@@ -335,3 +335,18 @@ def test_a_subscriber_resumes_after_retention_removed_the_segment_of_its_checkpo
     assert [d.log for d in retain(log_dir) if d.remove] == [1]
     with Subscriber(log_dir, "archiver", follow=False) as subscriber:
         assert [e.payload for e in subscriber] == [b"c"]
+
+
+def test_used_up_indexes_are_a_typed_error(log_dir: Path) -> None:
+    write_log(log_dir, [b"a"])
+    path = segment(log_dir)
+    data = bytearray(path.read_bytes())
+    commit = active_commit(bytes(data[:HEADER_SIZE]), base_index=1, log=1)
+    last = CommitState(commit.generation + 1, commit.commit_offset, 2**64 - 2, -1, commit.last_timestamp_us)
+    for at, raw in (encode_slot(last), encode_mirror(last, 1)):
+        data[at : at + len(raw)] = raw
+    path.write_bytes(bytes(data))
+    with Writer(log_dir, verify_on_open=False) as writer:
+        assert writer.append(b"the last index").index == 2**64 - 2  # its slot's next index is 2^64-1
+        with pytest.raises(LogFullError, match="indexes are used up"):
+            writer.append(b"one too many")
