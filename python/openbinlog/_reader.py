@@ -3,8 +3,8 @@
 A reader opens segments read-only, takes no lock and never writes. It returns
 only records that end at or before the published commit point of their
 segment (or, for a finished segment whose successor exists, before the
-successor's base index), follows cutovers when asked to, and waits for new
-records with ``has_next(timeout)``.
+successor's base index), crosses cutovers (unless asked to stay in one
+segment), and waits for new records only in ``has_next(timeout)``.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ class Reader:
 
     ``start`` resumes at the record a ref names (inclusive), ``after`` just
     past it; either is checked against the record it names. ``at_end``
-    starts after the last committed record (a transient subscriber). With ``follow``
-    the reader moves on to the next segment at a cutover; without it the
-    reader stops at the end of the segment it is in. With ``tolerant``
+    starts after the last committed record (a transient subscriber). The
+    reader moves on to the next segment at a cutover; with ``one_segment``
+    it stops at the end of the segment where it started (split readers). With ``tolerant``
     damaged committed regions are skipped and listed in ``damage`` instead
     of raising.
 
@@ -71,7 +71,7 @@ class Reader:
     before the target in the segment the seek starts in is walked over and
     reported (strict: raised, tolerant: listed in ``damage``); damage in the
     segments before it, and at the boundary into it, is not read and not
-    reported. With ``follow=False`` the reader stops at the end of the
+    reported. With ``one_segment`` the reader stops at the end of the
     segment the seek starts in.
 
     Iteration returns what is committed now; ``has_next(timeout)`` waits up to
@@ -87,7 +87,7 @@ class Reader:
         at_end: bool = False,
         start_index: int | None = None,
         start_time: datetime | int | None = None,
-        follow: bool = True,
+        one_segment: bool = False,
         tolerant: bool = False,
     ) -> None:
         starts = (start is not None, after is not None, at_end, start_index is not None, start_time is not None)
@@ -103,9 +103,9 @@ class Reader:
         self.directory = os.fspath(directory)
         if not os.path.isdir(self.directory):
             raise NotALogError("not a log directory", path=self.directory)
-        self.follow = follow
+        self.one_segment = one_segment
         self.tolerant = tolerant
-        self._walk = LogWalk(LocalDirectory(self.directory), follow=follow, tolerant=tolerant)
+        self._walk = LogWalk(LocalDirectory(self.directory), one_segment=one_segment, tolerant=tolerant)
         self.damage: list[Damage] = self._walk.damage
         self._ready: list[Entry] = []  # decoded, not returned yet; the next one last
         self._closed = False
@@ -217,7 +217,7 @@ def last_entry(directory: str | os.PathLike[str]) -> Entry | None:
             if isinstance(header, LegacyHeaderInfo):
                 break  # version 1 indexes are counted from the first segment: walk the whole log
         # The last segment holding a record: read it alone, from its first record.
-        with Reader(path, follow=False) as reader:
+        with Reader(path, one_segment=True) as reader:
             reader._walk.start_segment(log)
             kept = _final(reader)
         if kept is not None:

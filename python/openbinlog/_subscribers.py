@@ -206,13 +206,13 @@ def fix_checkpoints(directory: str | os.PathLike[str], *, dry_run: bool = False)
 class Subscriber:
     """Read as a named durable subscriber: resume after its checkpoint, commit as you go."""
 
-    def __init__(self, directory: str | os.PathLike[str], name: str, *, follow: bool = True) -> None:
+    def __init__(self, directory: str | os.PathLike[str], name: str, *, one_segment: bool = False) -> None:
         self.directory = _require_log(os.fspath(directory))
         self.name = name
         self.info = get_subscriber(self.directory, name)
-        self.reader = self._resume(follow)
+        self.reader = self._resume(one_segment)
 
-    def _resume(self, follow: bool) -> Reader:
+    def _resume(self, one_segment: bool) -> Reader:
         """After the checkpoint; or from the first record when retention removed exactly what was consumed.
 
         Retention may remove the segment holding the checkpoint's record
@@ -220,14 +220,14 @@ class Subscriber:
         """
         checkpoint = self.info.checkpoint
         try:
-            return Reader(self.directory, after=checkpoint, follow=follow)
+            return Reader(self.directory, after=checkpoint, one_segment=one_segment)
         except InvalidRefError:
             logs = list_segments(self.directory)
             if checkpoint is None or not logs or checkpoint.log >= logs[0]:
                 raise
             if _first_index(self.directory) != checkpoint.index + 1:
                 raise
-            return Reader(self.directory, follow=follow)
+            return Reader(self.directory, one_segment=one_segment)
 
     def __iter__(self) -> Subscriber:
         return self

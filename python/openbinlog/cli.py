@@ -504,14 +504,14 @@ class _Range:
     until_us: int | None = None
     count: int | None = None
 
-    def reader(self, directory: str, *, follow: bool = True, tolerant: bool = False) -> Reader:
+    def reader(self, directory: str, *, one_segment: bool = False, tolerant: bool = False) -> Reader:
         return Reader(
             directory,
             self.start,
             after=self.after,
             start_index=self.from_index,
             start_time=self.since_us,
-            follow=follow,
+            one_segment=one_segment,
             tolerant=tolerant,
         )
 
@@ -731,7 +731,7 @@ def append(directory: str, ack: bool, durability: str) -> None:
 @click.option("--after", type=_RefParam(), help="Start just after this ref.")
 @_range_options
 @click.option(
-    "--no-follow",
+    "--one-segment",
     is_flag=True,
     help="Stop at the end of the segment where reading starts, instead of crossing cutovers into the segments"
     " after it.",
@@ -747,19 +747,19 @@ def dump(
     since: int | None,
     until: int | None,
     count: int | None,
-    no_follow: bool,
+    one_segment: bool,
 ) -> None:
     """Print the committed records, one per line, then exit (progress on stderr when it is a terminal).
 
     Every record, or the range the options select. dump never waits: it
     prints what is committed when it reads, across cutovers unless
-    --no-follow, and stops at the end. To wait for new records, use tail -f.
+    --one-segment, and stops at the end. To wait for new records, use tail -f.
     """
     selection = _range(start=start, after=after, from_index=from_index, since=since, until=until, count=count)
     not_json = shown = 0
     # Records printed on a terminal are their own progress.
     with (
-        selection.reader(directory, follow=not no_follow) as reader,
+        selection.reader(directory, one_segment=one_segment) as reader,
         _progress("dumping", unit="records", enabled=not sys.stdout.isatty()) as advance,
     ):
         for entry in selection.rows(reader):

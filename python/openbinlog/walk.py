@@ -1192,14 +1192,14 @@ class LogWalk:
 
     ``next_batch`` returns the next entries, or none when nothing more is
     committed now; ``ended`` says that nothing more will come (the walk does
-    not follow cutovers and reached its segment's end, or a strict walk
+    cross cutovers (``one_segment``) and reached its segment's end, or a strict walk
     stopped). Damage raises, or with ``tolerant`` is appended to ``damage``.
     ``seek`` starts it at an index or a time instead of the log's first record.
     """
 
-    def __init__(self, directory: Directory, *, follow: bool = True, tolerant: bool = False) -> None:
+    def __init__(self, directory: Directory, *, one_segment: bool = False, tolerant: bool = False) -> None:
         self.directory = directory
-        self.follow = follow
+        self.one_segment = one_segment
         self.tolerant = tolerant
         self.damage: list[Damage] = []
         self.ended = False
@@ -1271,8 +1271,8 @@ class LogWalk:
         checking them as ever: their damage is reported, or raises. Damage in
         the segments before that one, and at the boundary into it, is not
         read, so not reported. From the target on, the walk is the ordinary
-        one: it follows, or stops at the end of the segment it started in,
-        as ``follow`` says.
+        one: it crosses cutovers, or with ``one_segment`` stops at the end of
+        the segment it started in.
         """
         self._seek = target
 
@@ -1388,7 +1388,7 @@ class LogWalk:
             if end.offset > walk.end.offset or end.final != walk.end.final:
                 walk.extend(end)
                 return True
-        if walk.end.final and not self.follow:
+        if walk.end.final and self.one_segment:
             self.ended = True
             return False
         for _ in range(OPEN_ATTEMPTS):

@@ -125,3 +125,12 @@ def legacy_segment(records: list[bytes], *, log: int, closed: bool, next_log: in
     data = bytearray(header)
     data[248 : 248 + len(body)] = body  # records overwrite the header's last 8 bytes
     return bytes(data) if len(data) >= 248 + len(body) else bytes(data[:248]) + body
+
+
+def one_line_on_stderr(err: str, *needles: str) -> None:
+    """What a failing ``binlog`` command prints: one line saying why, never a traceback."""
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("binlog: "), err
+    for needle in needles:
+        assert needle in err, (needle, err)

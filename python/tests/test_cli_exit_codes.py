@@ -23,7 +23,7 @@ import pyarrow.ipc
 import pyarrow.parquet
 import pytest
 from click.testing import CliRunner
-from logtools import flip_bit, read_entries, segment, tree_digest, write_log
+from logtools import flip_bit, one_line_on_stderr, read_entries, segment, tree_digest, write_log
 
 from openbinlog import Writer, add_subscriber
 from openbinlog import cli as cli_module
@@ -41,14 +41,6 @@ def run(*args: str, **options: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
         [*BINLOG, *args], capture_output=True, text=True, timeout=60, check=False, **options
     )
-
-
-def one_line_on_stderr(err: str, *needles: str) -> None:
-    assert "Traceback" not in err
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith("binlog: "), err
-    for needle in needles:
-        assert needle in err, (needle, err)
 
 
 def temp_files(folder: Path) -> list[str]:
@@ -400,9 +392,7 @@ def test_repair_dry_run_names_damage_without_none(damaged_log: Path) -> None:
 
 def test_dump_into_head_exits_141_quietly(log_dir: Path) -> None:
     write_log(log_dir, [f"record {n}".encode() for n in range(10_000)], durability="os")  # far beyond a pipe buffer
-    dump = subprocess.Popen(
-        [*BINLOG, "dump", str(log_dir), "--no-follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    dump = subprocess.Popen([*BINLOG, "dump", str(log_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     head = subprocess.Popen(["head", "-1"], stdin=dump.stdout, stdout=subprocess.PIPE)
     assert dump.stdout is not None
     dump.stdout.close()  # head holds the only reading end

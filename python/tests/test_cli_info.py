@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from logtools import flip_bit, legacy_segment, read_entries, segment, tree_digest, write_log
+from logtools import flip_bit, legacy_segment, one_line_on_stderr, read_entries, segment, tree_digest, write_log
 
 from openbinlog import (
     InvalidRefError,
@@ -39,14 +39,6 @@ T0 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 def cli(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, list(args), catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
-
-
-def one_line_on_stderr(err: str, *needles: str) -> None:
-    assert "Traceback" not in err
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith("binlog: "), err
-    for needle in needles:
-        assert needle in err, (needle, err)
 
 
 def micros(moment: datetime) -> int:
@@ -360,7 +352,7 @@ def test_subscriber_reset_earliest_and_latest(busy_log: Path) -> None:
     code, out, _ = cli("subscriber", "reset", str(busy_log), "billing", "--latest", "--json")
     assert code == 0
     assert json.loads(out) == {"name": "billing", "checkpoint": "3:297:5", "previous": None, "lag": 0}
-    with Subscriber(busy_log, "billing", follow=False) as sub:
+    with Subscriber(busy_log, "billing") as sub:
         assert list(sub) == []
 
 
@@ -430,7 +422,7 @@ def test_dump_from_index_and_count(timed_log: Path) -> None:
     assert dumped(str(timed_log), "--from-index", "2", "--count", "2") == [2, 3]
     assert dumped(str(timed_log), "--from-index", "99") == []
     assert dumped(str(timed_log), "--count", "0") == []
-    assert dumped(str(timed_log), "--from-index", "3", "--no-follow") == [3]  # the segment where reading starts
+    assert dumped(str(timed_log), "--from-index", "3", "--one-segment") == [3]  # the segment where reading starts
 
 
 def test_dump_since_and_until_take_iso_times_and_dates(timed_log: Path) -> None:
@@ -489,7 +481,7 @@ def test_bad_ranges_are_usage_errors(
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_help_says_what_no_follow_and_tail_follow_do() -> None:
+def test_help_says_what_one_segment_and_tail_follow_do() -> None:
     dump_help = cli("dump", "--help")[1]
     assert "never waits" in dump_help and "use tail -f" in dump_help
     assert "crossing cutovers" in " ".join(dump_help.split())

@@ -55,7 +55,7 @@ from openbinlog.walk import BytesSource, LegacyWalk, legacy_end
 
 ADDRESS_SPACE = 1 << 30
 REQUEST_SECONDS = 60  # a request that runs longer hangs: its child is killed by SIGALRM
-CLI_COMMANDS = (["verify"], ["verify", "--json"], ["dump", "--no-follow"], ["stat"], ["meta"])
+CLI_COMMANDS = (["verify"], ["verify", "--json"], ["dump"], ["stat"], ["meta"])
 TWO_GIB_RECORD = 2**31 - 1
 
 
@@ -96,15 +96,15 @@ def _library(directory: str) -> dict[str, str]:
             log_walk.close()
 
     def subscriber() -> list[Entry]:
-        with Subscriber(directory, "fuzz", follow=False) as reading:
+        with Subscriber(directory, "fuzz") as reading:
             return list(reading)
 
     calls: dict[str, Callable[[], object]] = {
         "Reader": read(),
-        "Reader(follow=False)": read(follow=False),
+        "Reader(one_segment=True)": read(one_segment=True),
         "Reader(tolerant=True)": read(tolerant=True),
-        "Reader(start_index=3)": read(follow=False, start_index=3),
-        "Reader(start_time=1)": read(follow=False, start_time=1, tolerant=True),
+        "Reader(start_index=3)": read(one_segment=True, start_index=3),
+        "Reader(start_time=1)": read(one_segment=True, start_time=1, tolerant=True),
         "LogWalk": lambda: walk(tolerant=False),
         "LogWalk(tolerant=True)": lambda: walk(tolerant=True),
         "Subscriber": subscriber,

@@ -329,11 +329,11 @@ def test_a_used_up_generation_is_a_typed_error(log_dir: Path) -> None:
 def test_a_subscriber_resumes_after_retention_removed_the_segment_of_its_checkpoint(log_dir: Path) -> None:
     write_log(log_dir, [b"a", b"b", None, b"c"])
     add_subscriber(log_dir, "archiver")
-    with Subscriber(log_dir, "archiver", follow=False) as subscriber:
+    with Subscriber(log_dir, "archiver") as subscriber:
         consumed = [next(subscriber), next(subscriber)]
         subscriber.commit(consumed[-1])  # the last record of segment 1
     assert [d.log for d in retain(log_dir) if d.remove] == [1]
-    with Subscriber(log_dir, "archiver", follow=False) as subscriber:
+    with Subscriber(log_dir, "archiver") as subscriber:
         assert [e.payload for e in subscriber] == [b"c"]
 
 

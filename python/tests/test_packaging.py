@@ -133,7 +133,7 @@ def test_base_install_is_small_and_its_binlog_works(wheel: Path, tmp_path: Path)
     binlog, log = venv / "bin" / "binlog", tmp_path / "log"
     appended = _run([binlog, "append", log], tmp_path, stdin="one\ntwo\nthree\n")
     assert appended.returncode == 0, appended.stderr
-    dumped = _run([binlog, "dump", "--no-follow", log], tmp_path)
+    dumped = _run([binlog, "dump", log], tmp_path)
     assert dumped.returncode == 0, dumped.stderr
     payloads = [base64.b64decode(json.loads(line)["payload"]) for line in dumped.stdout.splitlines()]
     assert payloads == [b"one", b"two", b"three"]

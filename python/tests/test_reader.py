@@ -88,9 +88,9 @@ def test_has_next_waits_for_a_record_from_another_thread(log_dir: Path) -> None:
 def test_reader_follows_cutovers_or_stops_at_the_segment_end(log_dir: Path) -> None:
     write_log(log_dir, [b"a", b"b", None, b"c", None, b"d"])
     assert [e.payload for e in read_entries(log_dir)] == [b"a", b"b", b"c", b"d"]
-    assert [e.payload for e in read_entries(log_dir, follow=False)] == [b"a", b"b"]
+    assert [e.payload for e in read_entries(log_dir, one_segment=True)] == [b"a", b"b"]
     start = read_entries(log_dir)[2].ref
-    assert [e.payload for e in read_entries(log_dir, start=start, follow=False)] == [b"c"]
+    assert [e.payload for e in read_entries(log_dir, start=start, one_segment=True)] == [b"c"]
 
 
 @pytest.mark.spec("R-24")

@@ -213,8 +213,8 @@ def test_seek_in_an_empty_log_waits_for_the_first_record(log_dir: Path) -> None:
 
 def test_seek_without_follow_stops_at_the_end_of_the_segment_it_starts_in(log_dir: Path) -> None:
     write_log(log_dir, [b"a", b"b", None, b"c", b"d", None, b"e"])
-    assert [e.payload for e in read_entries(log_dir, start_index=3, follow=False)] == [b"c", b"d"]
-    assert [e.payload for e in read_entries(log_dir, start_index=4, follow=False)] == [b"d"]
+    assert [e.payload for e in read_entries(log_dir, start_index=3, one_segment=True)] == [b"c", b"d"]
+    assert [e.payload for e in read_entries(log_dir, start_index=4, one_segment=True)] == [b"d"]
     assert [e.payload for e in read_entries(log_dir, start_index=4)] == [b"d", b"e"]
 
 
@@ -432,7 +432,7 @@ def test_seek_reads_only_headers_of_the_sealed_segments_before_the_target(log_di
     everything = _timed(log_dir, [[100 * n + k for k in range(3)] for n in range(10)])
     target = next(entry for entry in everything if entry.log == 10)
     directory = _CountingDirectory(LocalDirectory(str(log_dir)))
-    walk = LogWalk(directory, follow=False)
+    walk = LogWalk(directory, one_segment=True)
     walk.seek(Seek(index=target.index) if kind == "index" else Seek(time_us=target.timestamp_us))
     assert _drain(walk) == [entry for entry in everything if entry.log == 10]
     walk.close()
@@ -449,7 +449,7 @@ def test_the_search_reads_a_logarithmic_number_of_segment_headers(log_dir: Path,
     bound = (2 if kind == "time" else 1) * math.ceil(math.log2(count)) + 2  # a probe by time reads END: N+1 too
     for target in everything[:: count // 8]:
         directory = _CountingDirectory(LocalDirectory(str(log_dir)))
-        walk = LogWalk(directory, follow=False)
+        walk = LogWalk(directory, one_segment=True)
         walk.seek(Seek(index=target.index) if kind == "index" else Seek(time_us=target.timestamp_us))
         assert _drain(walk) == [target]
         walk.close()

@@ -124,7 +124,7 @@ def _legacy_batches(
     data: bytes, log: int, builder: BatchBuilder, options: ReadOptions, url: str
 ) -> Iterator[pa.RecordBatch]:
     """A version 1 segment alone, walked by the reference walk (records numbered from 1)."""
-    walk = LogWalk(MemoryDirectory({log: data}, url), follow=False, tolerant=options.tolerant)
+    walk = LogWalk(MemoryDirectory({log: data}, url), one_segment=True, tolerant=options.tolerant)
     reported = 0
     while True:
         entries = walk.next_batch()

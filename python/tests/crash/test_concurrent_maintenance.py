@@ -79,7 +79,7 @@ class _Campaign:
     def subscribe(self) -> None:
         while not self.stop.is_set():
             try:
-                with Subscriber(self.directory, "archiver", follow=False) as subscriber:
+                with Subscriber(self.directory, "archiver") as subscriber:
                     last = None
                     for count, entry in enumerate(subscriber):
                         last = entry
