@@ -48,7 +48,10 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
     out: list[SegmentStat] = []
     legacy_index = 1
     for log in logs:
-        with SegmentFile(path, log) as segment:
+        opened = LocalDirectory(path).open(log)
+        if opened is None:
+            continue  # removed by retention since the listing
+        with opened as segment:
             item = SegmentStat(
                 log, os.path.basename(segment.path), 0, "blank", segment.compressed, segment.stored_size()
             )

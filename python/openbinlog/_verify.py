@@ -10,7 +10,7 @@ from ._fs import OsFileSystem
 from ._reader import Reader
 from ._recovery import RecoveryAction, plan_open
 from ._segment import LegacyHeaderInfo
-from ._segment_file import LocalDirectory, SegmentFile, require_log_directory
+from ._segment_file import LocalDirectory, require_log_directory
 from ._writer import Writer
 from .errors import BinlogError, BinlogIOError
 from .walk import Damage, all_zero, present_segment, tail_walk
@@ -71,13 +71,21 @@ class VerifyReport:
         return "\n".join(lines)
 
 
-def _describe(logs: LocalDirectory, log: int, present: list[int]) -> SegmentReport:
-    """A segment's state; for the last segment, also what lies beyond its end (never damage)."""
+def _describe(logs: LocalDirectory, log: int, present: list[int]) -> SegmentReport | None:
+    """A segment's state; for the last segment, also what lies beyond its end (never damage).
+
+    None when the segment is gone since the listing: retention removes the
+    lowest ones while verify runs, and the walk below decides from a fresh
+    listing whether anything is missing.
+    """
     successor = present_segment(logs, log + 1, present)
     if successor is not None:
         successor.close()
     has_successor = successor is not None
-    with SegmentFile(logs.path, log) as segment:
+    opened = logs.open(log)
+    if opened is None:
+        return None
+    with opened as segment:
         size = segment.stored_size()  # on disk: a compressed copy is not unpacked to be measured
         if segment.is_blank():
             return SegmentReport(log, segment.path, 0, "blank", None, file_size=size)
@@ -126,6 +134,8 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
             raise  # the log could not be checked: not damage
         except BinlogError as exc:
             report.damage.append(Damage.from_error(exc.located(path=path, log=log), bytes_skipped=0, next_index=None))
+            continue
+        if segment_report is None:
             continue
         report.segments.append(segment_report)
         by_log[log] = segment_report

@@ -11,6 +11,7 @@ import pytest
 from logtools import append_raw, flip_bit, legacy_segment, log_dir, read_entries, segment, tree_digest, write_log
 
 import openbinlog._maintenance as maintenance
+import openbinlog._stat as stat_module
 from openbinlog import (
     AsqnOrderError,
     BinlogIOError,
@@ -29,6 +30,7 @@ from openbinlog import (
 from openbinlog._format import HEADER_SIZE
 from openbinlog._fs import OsFileSystem
 from openbinlog._segment import CommitState, active_commit, build_header, encode_mirror, encode_slot
+from openbinlog._segment_file import LocalDirectory
 from openbinlog._writer import MAX_LOG_NUMBER
 
 __all__ = ["log_dir"]
@@ -350,3 +352,26 @@ def test_used_up_indexes_are_a_typed_error(log_dir: Path) -> None:
         assert writer.append(b"the last index").index == 2**64 - 2  # its slot's next index is 2^64-1
         with pytest.raises(LogFullError, match="indexes are used up"):
             writer.append(b"one too many")
+
+
+def test_verify_skips_a_segment_retention_removed_after_its_listing(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen in the stress test: repair's verify listed segment 26, retention removed it, verify failed."""
+    write_log(log_dir, [b"a", None, b"b", None, b"c"])
+    add_subscriber(log_dir, "archiver")
+    with Subscriber(log_dir, "archiver") as subscriber:
+        subscriber.commit(next(subscriber))
+    stale = LocalDirectory.segments
+
+    def listed_before_retention(self: LocalDirectory) -> list[int]:
+        logs = stale(self)
+        return [1, *logs] if logs[0] == 2 else logs
+
+    assert [d.log for d in retain(log_dir) if d.remove] == [1]
+    monkeypatch.setattr(LocalDirectory, "segments", listed_before_retention)
+    report = verify(log_dir)
+    assert report.ok, report.damage
+    assert [s.log for s in report.segments] == [2, 3]
+    monkeypatch.setattr(stat_module, "list_segments", lambda path: [1, 2, 3])
+    assert [s.log for s in stat_module.stat(log_dir)] == [2, 3]
