@@ -179,6 +179,25 @@ def segment_last_index(directory: str, log: int) -> int | None:
         return end.index - 1 if end.final else None
 
 
+def resume(directory: str, checkpoint: Ref | None, *, one_segment: bool = False) -> Reader:
+    """A reader just after ``checkpoint``; or from the first record when retention removed exactly what it consumed.
+
+    Retention may remove the segment holding the checkpoint's record
+    (spec 17): the next record is then the first one that remains, and the
+    checkpoint is as good as ever. Any other checkpoint that names no
+    record is ``InvalidRefError``.
+    """
+    try:
+        return Reader(directory, after=checkpoint, one_segment=one_segment)
+    except InvalidRefError:
+        logs = list_segments(directory)
+        if checkpoint is None or not logs or checkpoint.log >= logs[0]:
+            raise
+        if _first_index(directory) != checkpoint.index + 1:
+            raise
+        return Reader(directory, one_segment=one_segment)
+
+
 def fix_checkpoints(directory: str | os.PathLike[str], *, dry_run: bool = False) -> list[str]:
     """Point checkpoints into removed segments at the start of what remains (as jlogctl repair does)."""
     path = _require_log(os.fspath(directory))
@@ -188,7 +207,7 @@ def fix_checkpoints(directory: str | os.PathLike[str], *, dry_run: bool = False)
         if info.checkpoint is None:
             continue
         try:
-            with Reader(path, after=info.checkpoint):
+            with resume(path, info.checkpoint):
                 continue
         except InvalidRefError:
             pass
@@ -210,24 +229,7 @@ class Subscriber:
         self.directory = _require_log(os.fspath(directory))
         self.name = name
         self.info = get_subscriber(self.directory, name)
-        self.reader = self._resume(one_segment)
-
-    def _resume(self, one_segment: bool) -> Reader:
-        """After the checkpoint; or from the first record when retention removed exactly what was consumed.
-
-        Retention may remove the segment holding the checkpoint's record
-        (spec 17): the next record is then the first one that remains.
-        """
-        checkpoint = self.info.checkpoint
-        try:
-            return Reader(self.directory, after=checkpoint, one_segment=one_segment)
-        except InvalidRefError:
-            logs = list_segments(self.directory)
-            if checkpoint is None or not logs or checkpoint.log >= logs[0]:
-                raise
-            if _first_index(self.directory) != checkpoint.index + 1:
-                raise
-            return Reader(self.directory, one_segment=one_segment)
+        self.reader = resume(self.directory, self.info.checkpoint, one_segment=one_segment)
 
     def __iter__(self) -> Subscriber:
         return self

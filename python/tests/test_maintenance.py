@@ -23,6 +23,7 @@ from openbinlog import (
     Writer,
     add_subscriber,
     compress_segments,
+    get_subscriber,
     recover,
     retain,
     verify,
@@ -31,6 +32,7 @@ from openbinlog._format import HEADER_SIZE
 from openbinlog._fs import OsFileSystem
 from openbinlog._segment import CommitState, active_commit, build_header, encode_mirror, encode_slot
 from openbinlog._segment_file import LocalDirectory
+from openbinlog._subscribers import fix_checkpoints
 from openbinlog._writer import MAX_LOG_NUMBER
 
 __all__ = ["log_dir"]
@@ -375,3 +377,15 @@ def test_verify_skips_a_segment_retention_removed_after_its_listing(
     assert [s.log for s in report.segments] == [2, 3]
     monkeypatch.setattr(stat_module, "list_segments", lambda path: [1, 2, 3])
     assert [s.log for s in stat_module.stat(log_dir)] == [2, 3]
+
+
+def test_repair_keeps_a_checkpoint_retention_made_point_just_before_the_first_record(log_dir: Path) -> None:
+    """Resetting it to null would make a live subscriber read everything again."""
+    write_log(log_dir, [b"a", b"b", None, b"c"])
+    add_subscriber(log_dir, "archiver")
+    with Subscriber(log_dir, "archiver") as subscriber:
+        consumed = [next(subscriber), next(subscriber)]
+        subscriber.commit(consumed[-1])
+    assert [d.log for d in retain(log_dir) if d.remove] == [1]
+    assert fix_checkpoints(log_dir) == []
+    assert get_subscriber(log_dir, "archiver").checkpoint == consumed[-1].ref
