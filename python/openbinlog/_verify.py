@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -12,8 +13,8 @@ from ._recovery import RecoveryAction, plan_open
 from ._segment import LegacyHeaderInfo
 from ._segment_file import LocalDirectory, require_log_directory
 from ._writer import Writer
-from .errors import BinlogError, BinlogIOError
-from .walk import Damage, all_zero, present_segment, tail_walk
+from .errors import BinlogError, BinlogIOError, OvertakenError
+from .walk import OPEN_ATTEMPTS, Damage, all_zero, present_segment, tail_walk
 
 
 @dataclass
@@ -120,9 +121,17 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
 
     Damage is reported with segment, offset and index; reading resumes at the
     next provably valid record. Bytes beyond the commit point are described
-    in the last segment's ``tail`` and are never damage.
+    in the last segment's ``tail`` and are never damage. When retention
+    removes the segments verify is reading, it starts again from the lowest
+    segment left.
     """
-    path = os.fspath(directory)
+    for _ in range(OPEN_ATTEMPTS - 1):
+        with contextlib.suppress(OvertakenError):
+            return _verify_once(os.fspath(directory))
+    return _verify_once(os.fspath(directory))
+
+
+def _verify_once(path: str) -> VerifyReport:
     report = VerifyReport(path)
     logs_dir = LocalDirectory(path)
     logs = logs_dir.segments()
@@ -153,7 +162,7 @@ def verify(directory: str | os.PathLike[str]) -> VerifyReport:
                 seg.records += 1
                 seg.first_index = entry.index if seg.first_index is None else seg.first_index
                 seg.last_index = entry.index
-    except BinlogIOError:
+    except (BinlogIOError, OvertakenError):
         raise
     except BinlogError as exc:
         report.damage.append(Damage.from_error(exc, bytes_skipped=0, next_index=None))

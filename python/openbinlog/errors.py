@@ -108,6 +108,14 @@ class InvalidRefError(BinlogError):
     error_class = "invalid_ref"
 
 
+class OvertakenError(InvalidRefError):
+    """Retention removed the segment a reader was in, and those after it up to a later one (spec 10.2 NEXT).
+
+    Not damage: the reader's position no longer names anything. Read again
+    from the lowest segment present.
+    """
+
+
 class AmbiguousSplitError(BinlogError):
     """A split's end boundary lies inside a record its walk returned: a payload holds a valid record of the log.
 

@@ -58,6 +58,7 @@ from .errors import (
     CorruptionError,
     IndexDiscontinuityError,
     InvalidRefError,
+    OvertakenError,
     TruncatedError,
     UnsupportedFeatureError,
 )
@@ -959,6 +960,15 @@ def next_segment(
     higher = [number for number in present if number > log]
     nxt = log + 1
     if successor is None:
+        if higher and higher[0] != nxt and min(present) > log:
+            # N itself is gone too: retention, which removes the lowest segments first, overtook the walk.
+            raise OvertakenError(
+                f"segments {log} to {higher[0] - 1} were removed (retention) while segment {log} was read;"
+                f" read again from segment {higher[0]}",
+                path=path,
+                log=nxt,
+                index=expected,
+            )
         if higher and higher[0] != nxt:
             # N+1 missing, a later segment present.
             error = ChainBrokenError(

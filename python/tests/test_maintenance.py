@@ -19,6 +19,8 @@ from openbinlog import (
     LegacyLogError,
     LogFullError,
     NotALogError,
+    OvertakenError,
+    Reader,
     Subscriber,
     Writer,
     add_subscriber,
@@ -389,3 +391,18 @@ def test_repair_keeps_a_checkpoint_retention_made_point_just_before_the_first_re
     assert [d.log for d in retain(log_dir) if d.remove] == [1]
     assert fix_checkpoints(log_dir) == []
     assert get_subscriber(log_dir, "archiver").checkpoint == consumed[-1].ref
+
+
+@pytest.mark.spec("R-17")
+def test_a_reader_overtaken_by_retention_is_told_so_not_shown_a_broken_chain(log_dir: Path) -> None:
+    """Seen in the stress test: verify read segment 31 while retention removed 31 to 33, then said chain_broken."""
+    write_log(log_dir, [b"a", None, b"b", None, b"c", None, b"d"])
+    with Reader(log_dir) as reader:
+        assert next(reader).payload == b"a"  # segment 1 is open in the reader
+        for log in (1, 2):
+            segment(log_dir, log).unlink()  # retention, lowest first
+        with pytest.raises(OvertakenError) as raised:
+            list(reader)
+    assert (raised.value.error_class, raised.value.log) == ("invalid_ref", 2)
+    assert "read again from segment 3" in str(raised.value)
+    assert verify(log_dir).ok  # a fresh walk starts at the lowest segment left
