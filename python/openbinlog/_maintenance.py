@@ -15,7 +15,7 @@ from ._format import HEADER_SIZE, segment_name
 from ._fs import OsFileSystem, sync_directory
 from ._recovery import RecoveryAction
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, find_segment, list_segments, require_log_directory
+from ._segment_file import SegmentFile, list_segments, require_log_directory
 from ._split import read_split
 from ._subscribers import fix_checkpoints, list_subscribers, segment_last_index
 from ._verify import recover, verify
@@ -206,7 +206,7 @@ def _retention_decisions(
 ) -> list[RetentionDecision]:
     subscribers = list_subscribers(path)
     logs = list_segments(path)
-    sizes = {log: os.path.getsize(find_segment(path, log) or "") for log in logs}
+    sizes = {log: _stored_size(path, log) for log in logs}
     total = sum(sizes.values())
     decisions: list[RetentionDecision] = []
     for log in logs[:-1]:
@@ -233,6 +233,12 @@ def _retention_decisions(
         decisions.append(RetentionDecision(log, True, reason, sizes[log]))
         total -= sizes[log]
     return decisions
+
+
+def _stored_size(path: str, log: int) -> int:
+    # Through SegmentFile: a plain file that compression replaces meanwhile is found under its new name.
+    with SegmentFile(path, log) as segment:
+        return segment.stored_size()
 
 
 def _policy_reason(

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from ._crc import masked_crc32c
 from ._format import HEADER_SIZE, RECORD_HEADER, RECORD_HEADER_CRC_COVERS, RECORD_HEADER_SIZE, SLOT_OFFSETS, SLOT_SIZE
 from ._segment import LegacyHeaderInfo, decode_slot
-from ._segment_file import LocalDirectory, SegmentFile, list_segments
-from .errors import NotALogError
+from ._segment_file import LocalDirectory, SegmentFile
 from .walk import LegacyWalk, end_in, legacy_end
 
 
@@ -42,13 +41,12 @@ class SegmentStat:
 def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
     """One entry per segment, lowest first."""
     path = os.fspath(directory)
-    if not os.path.isdir(path):
-        raise NotALogError("not a log directory", path=path)
-    logs = list_segments(path)
+    logs_dir = LocalDirectory(path)
+    logs = logs_dir.segments()  # not a log (R-42): raises, never an empty answer
     out: list[SegmentStat] = []
     legacy_index = 1
     for log in logs:
-        opened = LocalDirectory(path).open(log)
+        opened = logs_dir.open(log)
         if opened is None:
             continue  # removed by retention since the listing
         with opened as segment:
@@ -69,7 +67,7 @@ def stat(directory: str | os.PathLike[str]) -> list[SegmentStat]:
                 out.append(item)
                 continue
             commit = segment.commit(header)
-            end_info = end_in(LocalDirectory(path), segment, header, logs)
+            end_info = end_in(logs_dir, segment, header, logs)
             end, final, next_index = end_info.offset, end_info.final, end_info.index
             item.version = 2
             item.state = "sealed" if commit.closed else "finished" if final else "open"

@@ -11,7 +11,6 @@ import pytest
 from logtools import append_raw, flip_bit, legacy_segment, log_dir, read_entries, segment, tree_digest, write_log
 
 import openbinlog._maintenance as maintenance
-import openbinlog._stat as stat_module
 from openbinlog import (
     AsqnOrderError,
     BinlogIOError,
@@ -34,6 +33,7 @@ from openbinlog._format import HEADER_SIZE
 from openbinlog._fs import OsFileSystem
 from openbinlog._segment import CommitState, active_commit, build_header, encode_mirror, encode_slot
 from openbinlog._segment_file import LocalDirectory
+from openbinlog._stat import stat
 from openbinlog._subscribers import fix_checkpoints
 from openbinlog._writer import MAX_LOG_NUMBER
 
@@ -377,8 +377,7 @@ def test_verify_skips_a_segment_retention_removed_after_its_listing(
     report = verify(log_dir)
     assert report.ok, report.damage
     assert [s.log for s in report.segments] == [2, 3]
-    monkeypatch.setattr(stat_module, "list_segments", lambda path: [1, 2, 3])
-    assert [s.log for s in stat_module.stat(log_dir)] == [2, 3]
+    assert [s.log for s in stat(log_dir)] == [2, 3]  # listed [1, 2, 3] too
 
 
 def test_repair_keeps_a_checkpoint_retention_made_point_just_before_the_first_record(log_dir: Path) -> None:
@@ -406,3 +405,10 @@ def test_a_reader_overtaken_by_retention_is_told_so_not_shown_a_broken_chain(log
     assert (raised.value.error_class, raised.value.log) == ("invalid_ref", 2)
     assert "read again from segment 3" in str(raised.value)
     assert verify(log_dir).ok  # a fresh walk starts at the lowest segment left
+
+
+@pytest.mark.spec("R-42")
+def test_stat_of_a_directory_that_is_not_a_log_raises_rather_than_listing_nothing(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("the parent of a log, say")
+    with pytest.raises(NotALogError):
+        stat(tmp_path)
