@@ -18,7 +18,6 @@ again).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from logtools import tree_digest
 from openbinlog import BinlogError, NotALogError, Reader, Writer, verify
 from openbinlog._format import SEGMENT_NAME, SLOT_OFFSETS, SLOT_SIZE
 from openbinlog._fs import OsFileSystem
+from openbinlog._recovery import is_temp_name
 from openbinlog._segment import SegmentHeaderInfo, active_commit, decode_slot, parse_header
 from openbinlog._segment_file import require_log_directory
 
@@ -40,7 +40,6 @@ from .workloads import LOG, deterministic_clock, run, second_generation
 
 Record = tuple[int, bytes, int]  # index, payload, asqn
 StateKey = tuple[str, int, int, int]  # fingerprint, acknowledged, records seen, what was written
-TEMP_NAME = re.compile(r"^\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp$")
 APPENDED_AFTER = b"appended after recovery"
 
 
@@ -56,7 +55,7 @@ class ScratchFileSystem(OsFileSystem):
 
 def log_digest(root: Path) -> dict[str, str]:
     """The files of the log; temporary files (spec 2.1) are not part of it."""
-    return {name: digest for name, digest in tree_digest(root).items() if not TEMP_NAME.match(Path(name).name)}
+    return {name: digest for name, digest in tree_digest(root).items() if not is_temp_name(Path(name).name)}
 
 
 def describe(exc: BaseException) -> str:
