@@ -513,7 +513,7 @@ class Writer:
                 continue
             record = encode_record(index, ticket.payload, asqn=ticket.asqn, timestamp_us=now)
             if capacity is not None and offset + len(record) > capacity:
-                if offset == HEADER_SIZE:
+                if HEADER_SIZE + len(record) > capacity:  # refused before any cutover is made for it (W-10)
                     ticket.error = PayloadTooLargeError(
                         f"a record of {len(record)} bytes cannot fit a preallocated segment of {capacity}",
                         path=self.directory,

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from .manifest import Filters, ManifestError, default_manifest, load
-from .registry import default_registry, implementations, load_registry
+from .mutation import MutantResult, MutantsError, default_testee, list_mutants, run_mutants, score
+from .registry import default_registry, implementations, load_registry, parse_choices
 from .report import totals, write_reports
 from .runner import load_xfail, run
 from .vocabulary import LEVELS, ROLES
@@ -33,6 +34,14 @@ def conformance_group() -> None:
     " or 'cli:COMMAND' for the file-level CLI. Repeatable.",
 )
 @click.option("--name", "names", multiple=True, help="Name for a command --impl (in order). Repeatable.")
+@click.option(
+    "--choice",
+    "choice_values",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="An implementation-defined choice of the 'cli:' testees, which have no hello to declare it"
+    " (spec/conformance.md 5.4). Repeatable.",
+)
 @click.option("--level", "levels", type=click.Choice(LEVELS), multiple=True, help="Only cases of this level.")
 @click.option("--role", "roles", type=click.Choice(ROLES), multiple=True, help="Only cases of this role.")
 @click.option("--case", "case_globs", multiple=True, help="Only case ids matching this glob. Repeatable.")
@@ -46,6 +55,7 @@ def run_command(
     *,
     impl_values: tuple[str, ...],
     names: tuple[str, ...],
+    choice_values: tuple[str, ...],
     levels: tuple[str, ...],
     roles: tuple[str, ...],
     case_globs: tuple[str, ...],
@@ -63,7 +73,7 @@ def run_command(
         raise click.UsageError(str(exc)) from exc
     registry = load_registry(default_registry(manifest.path))
     try:
-        impls = implementations(list(impl_values), list(names), registry)
+        impls = implementations(list(impl_values), list(names), registry, parse_choices(choice_values))
         xfail = load_xfail(xfail_path) if xfail_path else {}
     except (ValueError, IndexError) as exc:
         raise click.UsageError(str(exc)) from exc
@@ -119,3 +129,43 @@ def list_cases(
     for case in Filters(frozenset(levels), frozenset(roles), case_globs).select(manifest.cases):
         needs = ",".join(case.requires)
         click.echo(f"{case.id:70} {'/'.join(case.roles):14} {needs}")
+
+
+@conformance_group.command("mutants")
+@click.option("--mutant", "names", multiple=True, help="Only this mutant. Repeatable.")
+@click.option("--testee", "testee_path", type=click.Path(exists=True, dir_okay=False), help="The mutants' testee.")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per request.")
+@click.option("--manifest", "manifest_path", type=click.Path(exists=True, dir_okay=False))
+@click.option("-v", "--verbose", is_flag=True, help="List every case that catches each mutant.")
+def mutants_command(
+    names: tuple[str, ...], testee_path: str | None, timeout: float, manifest_path: str | None, verbose: bool
+) -> None:
+    """Run the suite against each decision mutant (conformance/mutants/) and print the mutation score.
+
+    Exit code 0 when every mutant fails a case by a wrong answer, including every case it names as pinning it.
+    """
+    try:
+        manifest = load(manifest_path or default_manifest())
+        testee = Path(testee_path) if testee_path else default_testee(manifest)
+        mutants = list_mutants(testee)
+    except (ManifestError, MutantsError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    unknown = set(names) - {mutant.name for mutant in mutants}
+    if unknown:
+        raise click.UsageError(f"no such mutant: {', '.join(sorted(unknown))}")
+    chosen = [mutant for mutant in mutants if not names or mutant.name in names]
+
+    def show(result: MutantResult) -> None:
+        state = "caught" if result.caught else "SURVIVED"
+        click.echo(f"{state:8} {result.mutant.name} ({len(result.caught_by)} cases)")
+        if verbose:
+            for case in result.caught_by:
+                click.echo(f"         {case}")
+        if result.broken:
+            click.echo(f"         broken, not caught: {', '.join(result.broken[:5])}")
+        if result.unpinned:
+            click.echo(f"         passes the cases said to pin it: {', '.join(result.unpinned)}")
+
+    results = run_mutants(testee, chosen, manifest=manifest, timeout=timeout, progress=show)
+    click.echo(score(results))
+    sys.exit(0 if all(result.caught for result in results) else 1)

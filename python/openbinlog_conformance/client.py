@@ -198,8 +198,9 @@ class CliTestee:
         op = request["op"]
         args = [op, request["path"]]
         stdin = None
-        if op == "read" and request.get("after") is not None:
-            args += ["--after", request["after"]]
+        for member in ("after", "after_binary", "at", "from_index", "since_us"):
+            if op == "read" and request.get(member) is not None:
+                args += [f"--{member.replace('_', '-')}", str(request[member])]
         if op == "read" and request.get("tolerant"):
             args.append("--tolerant")
         if op == "read" and "log" in request:

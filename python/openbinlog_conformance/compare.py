@@ -26,7 +26,10 @@ def resolve(expected: Json, choices: dict[str, str]) -> tuple[Json | None, str |
     allowed: dict[str, Json] = expected["allowed"]
     choice = choices.get(name)
     if choice is None:
-        return None, f"implementation-defined case: declare choice {name!r} in hello (one of {sorted(allowed)})"
+        return None, (
+            f"implementation-defined case: the testee declared no value for choice {name!r}"
+            f" (one of {sorted(allowed)}: in its hello, or --choice {name}=VALUE for a cli: testee)"
+        )
     if choice not in allowed:
         return None, f"declared choice {name}={choice!r} is not one of {sorted(allowed)}"
     return allowed[choice], None

@@ -66,7 +66,7 @@ def directory_problems(directory: str) -> list[str]:
 
 
 def segment_problems(directory: str, expected: dict[str, Json], optional: list[str]) -> list[str]:
-    """The exact set of segment files, each with the size and sealed state expected."""
+    """The exact set of segment files, each with the size, sealed state and preallocated capacity expected."""
     problems = []
     present = {path.name: (log, path) for log, path in _segments(directory).items()}
     missing = sorted(set(expected) - set(present))
@@ -81,12 +81,18 @@ def segment_problems(directory: str, expected: dict[str, Json], optional: list[s
         log, path = present[name]
         if state.get("size") is not None and str(path.stat().st_size) != state["size"]:
             problems.append(f"{name}: {path.stat().st_size} bytes, expected {state['size']}")
-        if state.get("sealed") is not None:
-            header = _header(path, log)
-            if isinstance(header, str):
-                problems.append(header)
-            elif header.commit.closed != state["sealed"]:
-                problems.append(f"{name}: {'sealed' if header.commit.closed else 'open'}, expected the opposite")
+        if state.get("sealed") is None and state.get("capacity") is None:
+            continue
+        header = _header(path, log)
+        if isinstance(header, str):
+            problems.append(header)
+            continue
+        if state.get("sealed") is not None and header.commit.closed != state["sealed"]:
+            problems.append(f"{name}: {'sealed' if header.commit.closed else 'open'}, expected the opposite")
+        if state.get("capacity") is not None:
+            capacity = str(header.capacity) if header.preallocated else "none"
+            if capacity != state["capacity"]:
+                problems.append(f"W-18: {name}: preallocated capacity {capacity}, expected {state['capacity']}")
     return problems
 
 

@@ -1,8 +1,9 @@
 """The reference implementation's answers to the protocol's operations.
 
 The runner uses these to judge writer cases (the reference reads what a
-testee wrote or recovered), and the Python testee adapter
-(conformance/implementations/python/) serves them over the protocol.
+testee wrote or recovered); ``ReferenceTestee`` serves them over the protocol
+(conformance/implementations/python/testee.py), and the decision mutants of
+conformance/mutants/ serve them with one reading of the spec switched.
 """
 
 from __future__ import annotations
@@ -10,26 +11,50 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import openbinlog
 from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, verify
 
 from . import canonical
+from .vocabulary import CAPABILITIES, SPEC_VERSION
 
 Json = dict[str, Any]
 CHUNK = 1 << 20
 
 
-def read_log(directory: str, after: str | None = None) -> Json:
-    """Read the log from its start (or after a ref): outcome, records, torn tail, error."""
+def read_log(directory: str, after: str | bytes | None = None) -> Json:
+    """Read the log from its start (or after a ref, text or binary): outcome, records, torn tail, error."""
+    return _read(directory, {} if after is None else {"after": after})
+
+
+def read_log_from(directory: str, start: Json) -> Json:
+    """Read the log from where ``start`` says: ``at`` a ref, ``from_index`` or ``since_us`` (spec 10.6, 10.7)."""
+    return _read(directory, start)
+
+
+def _read(directory: str, start: Json) -> Json:
     records: list[Json] = []
     try:
-        ref = None if after is None else Ref.parse(after)
-        with Reader(directory, after=ref) as reader:
+        with Reader(directory, **_start(start)) as reader:
             for entry in reader:
                 records.append(canonical.record(entry))
         torn = torn_tail(directory)
     except BinlogError as exc:
         return {"outcome": "reject", "records": records, "torn": None, "error": canonical.error(exc)}
     return _completed(records, torn)
+
+
+def _start(start: Json) -> dict[str, Any]:
+    """The Reader arguments for one start of the protocol."""
+    if "after" in start:
+        after = start["after"]
+        return {"after": Ref.from_bytes(after) if isinstance(after, bytes) else Ref.parse(after)}
+    if "at" in start:
+        return {"start": Ref.parse(start["at"])}
+    if "from_index" in start:
+        return {"start_index": int(start["from_index"])}
+    if "since_us" in start:
+        return {"start_time": int(start["since_us"])}
+    return {}
 
 
 def read_log_tolerant(directory: str) -> Json:
@@ -85,15 +110,25 @@ def torn_tail(directory: str) -> Json | None:
 
 
 def write_log(directory: str, spec: Json) -> Json:
-    """Write a new log from a write specification; stop at the first append the writer refuses."""
+    """Write a new log from a write specification; stop at the first append the writer refuses.
+
+    A cutover listed before index n + 1 (n records) happens after the last record.
+    """
     cuts = {int(index) for index in spec.get("cutover_before", [])}
-    durability = spec.get("options", {}).get("durability", "sync")
+    options = spec.get("options", {})
+    preallocate = options.get("preallocate")
     try:
-        with Writer(directory, durability=durability) as writer:
+        with Writer(
+            directory,
+            durability=options.get("durability", "sync"),
+            preallocate=None if preallocate is None else int(preallocate),
+        ) as writer:
             for index, item in enumerate(spec["records"], start=1):
                 if index in cuts:
                     writer.cutover()
                 writer.append(bytes.fromhex(item["payload"]), asqn=int(item["asqn"]))
+            if len(spec["records"]) + 1 in cuts:
+                writer.cutover()
     except BinlogError as exc:
         return {"ok": False, "error": canonical.error(exc)}
     return {"ok": True}
@@ -108,3 +143,38 @@ def recover_log(directory: str) -> Json:
     except BinlogError as exc:
         return {"ok": False, "error": canonical.error(exc)}
     return {"ok": True}
+
+
+class ReferenceTestee:
+    """The reference implementation as a testee (a ``serve.Handler``): every role and capability."""
+
+    name = "openbinlog-python"
+
+    def hello(self) -> Json:
+        return {
+            "name": self.name,
+            "version": openbinlog.__version__,
+            "spec_version": SPEC_VERSION,
+            "roles": ["reader", "writer"],
+            "capabilities": list(CAPABILITIES),
+            # A full reader: the end of a finished, unsealed segment is found by walking its tail.
+            "choices": {"finished_segment_end": "tail_walk"},
+        }
+
+    def read(self, path: str, after: str | bytes | None) -> Json:
+        return read_log(path, after)
+
+    def read_from(self, path: str, start: Json) -> Json:
+        return read_log_from(path, start)
+
+    def read_tolerant(self, path: str) -> Json:
+        return read_log_tolerant(path)
+
+    def read_split(self, path: str, log: int, start: int, stop: int) -> Json:
+        return read_split_log(path, log, start, stop)
+
+    def write(self, path: str, spec: Json) -> Json:
+        return write_log(path, spec)
+
+    def recover(self, path: str) -> Json:
+        return recover_log(path)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .client import Hello
 from .runner import Implementation
-from .vocabulary import CAPABILITIES, SPEC_VERSION
+from .vocabulary import CAPABILITIES, CHOICES, SPEC_VERSION
 
 CLI_PREFIX = "cli:"
 
@@ -48,10 +49,29 @@ def _resolve(token: str, root: Path) -> str:
     return token
 
 
-def implementations(values: list[str], names: list[str], registry: dict[str, Registered]) -> list[Implementation]:
+def parse_choices(values: Iterable[str]) -> dict[str, str]:
+    """``--choice NAME=VALUE`` values, each a known choice with one of its allowed values."""
+    choices: dict[str, str] = {}
+    for value in values:
+        name, sep, choice = value.partition("=")
+        if not sep or name not in CHOICES:
+            raise ValueError(f"--choice {value!r}: expected NAME=VALUE with NAME one of {sorted(CHOICES)}")
+        if choice not in CHOICES[name]:
+            raise ValueError(f"--choice {value!r}: {name} is one of {list(CHOICES[name])}")
+        choices[name] = choice
+    return choices
+
+
+def implementations(
+    values: list[str],
+    names: list[str],
+    registry: dict[str, Registered],
+    cli_choices: dict[str, str] | None = None,
+) -> list[Implementation]:
     """``--impl`` values: ``all``, a registered name, a session command, or ``cli:COMMAND``.
 
-    ``--name`` values name the command implementations in order.
+    ``--name`` values name the command implementations in order; ``cli_choices``
+    are the implementation-defined choices of the ``cli:`` testees (they have no hello).
     """
     result: list[Implementation] = []
     pending_names = list(names)
@@ -70,7 +90,7 @@ def implementations(values: list[str], names: list[str], registry: dict[str, Reg
                     spec_version=SPEC_VERSION,
                     roles=["reader", "writer"],
                     capabilities=list(CAPABILITIES),
-                    choices={},
+                    choices=dict(cli_choices or {}),
                     declared=False,
                 )
                 result.append(Implementation(command, hello.name, "cli", hello))

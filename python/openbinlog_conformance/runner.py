@@ -331,7 +331,7 @@ def _unsupported(answer: Json, what: str, session: _Session, case: Case | None) 
 
 
 # The members of a read operation that say how to read: after a ref, tolerantly, or one split.
-READ_OPTIONS = ("after", "tolerant", "log", "start", "stop")
+READ_OPTIONS = ("after", "after_binary", "at", "from_index", "since_us", "tolerant", "log", "start", "stop")
 
 
 def read_and_compare(

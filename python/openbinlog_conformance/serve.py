@@ -32,7 +32,7 @@ class Unsupported(Exception):
 
 class Handler(Protocol):
     def hello(self) -> Json: ...
-    def read(self, path: str, after: str | None) -> Json: ...
+    def read(self, path: str, after: str | bytes | None) -> Json: ...
     def read_tolerant(self, path: str) -> Json: ...
     def read_split(self, path: str, log: int, start: int, stop: int) -> Json: ...
     def write(self, path: str, spec: Json) -> Json: ...
@@ -57,19 +57,41 @@ def answer(handler: Handler, request: Json) -> Json:
     return {"ok": False, "error": unsupported(f"unknown operation {op!r}")}
 
 
+# The starts a handler serves with ``read_from`` (capabilities resume_at and seek).
+STARTS = ("at", "from_index", "since_us")
+
+
 def _read(handler: Handler, request: Json) -> Json:
-    """A read from the log's start, after a ref, tolerant, or of one split of a segment."""
-    path, after = request["path"], request.get("after")
+    """A read from the log's start, after a ref (text or binary), at a ref, from an index or a time,
+    tolerant, or of one split of a segment."""
+    path = request["path"]
+    after: str | bytes | None = request.get("after")
+    if request.get("after_binary") is not None:
+        if after is not None:
+            raise Unsupported("a read has one ref")
+        after = _hex(request["after_binary"])
+    starts = [name for name in STARTS if request.get(name) is not None]
     split = "log" in request
+    if sum((after is not None, bool(starts), split, request.get("tolerant") is True)) > 1:
+        raise Unsupported("a read combines at most one way to start")
     if request.get("tolerant") is True:
-        if after is not None or split:
-            raise Unsupported("a tolerant read starts at the start of the log")
         return handler.read_tolerant(path)
     if split:
-        if after is not None:
-            raise Unsupported("a split read has no ref")
         return handler.read_split(path, int(request["log"]), int(request["start"]), int(request["stop"]))
+    if starts:
+        read_from = getattr(handler, "read_from", None)
+        if read_from is None:
+            raise Unsupported(f"reads starting by {starts[0]}")
+        answer: Json = read_from(path, {starts[0]: request[starts[0]]})
+        return answer
     return handler.read(path, after)
+
+
+def _hex(text: object) -> bytes:
+    try:
+        return bytes.fromhex(str(text))
+    except ValueError as exc:
+        raise Unsupported(f"after_binary is not hexadecimal: {text!r}") from exc
 
 
 def parse_split(text: str) -> Json:
@@ -99,22 +121,36 @@ def main(handler: Handler, argv: list[str] | None = None) -> int:
     read.add_argument("directory")
     how = read.add_mutually_exclusive_group()
     how.add_argument("--after", help="resume after this ref (LOG:OFFSET:INDEX)")
+    how.add_argument("--after-binary", help="resume after this ref in its binary form (hexadecimal)")
+    how.add_argument("--at", help="resume at this ref (LOG:OFFSET:INDEX): the referenced record first")
+    how.add_argument("--from-index", help="start at the first record whose index is at least this")
+    how.add_argument("--since-us", help="start at the first record whose timestamp_us is at least this")
     how.add_argument("--tolerant", action="store_true", help="step over damage and list it")
     how.add_argument("--split", type=parse_split, help="only segment LOG's records in [START, STOP)")
     commands.add_parser("write", help="write a new log from the specification on stdin").add_argument("directory")
     commands.add_parser("recover", help="run writer recovery on a log directory").add_argument("directory")
     commands.add_parser("session", help="serve JSON-lines requests on stdin")
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--after" in argv[:-1]:
-        # A ref may begin with "-" (an invalid one, which the reader must reject): keep it a value.
-        at = argv.index("--after")
-        argv[at : at + 2] = [f"--after={argv[at + 1]}"]
+    for option in ("--after", "--at"):
+        if option in argv[:-1]:
+            # A ref may begin with "-" (an invalid one, which the reader must reject): keep it a value.
+            at = argv.index(option)
+            argv[at : at + 2] = [f"{option}={argv[at + 1]}"]
     args = parser.parse_args(argv)
     if args.command == "session":
         return session(handler, sys.stdin, sys.stdout)
     try:
         if args.command == "read":
-            request = {"path": args.directory, "after": args.after, "tolerant": args.tolerant, **(args.split or {})}
+            request = {
+                "path": args.directory,
+                "after": args.after,
+                "after_binary": args.after_binary,
+                "at": args.at,
+                "from_index": args.from_index,
+                "since_us": args.since_us,
+                "tolerant": args.tolerant,
+                **(args.split or {}),
+            }
             result = _read(handler, request)
             code = EXIT_BY_OUTCOME[result["outcome"]]
         else:

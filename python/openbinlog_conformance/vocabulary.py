@@ -11,7 +11,7 @@ from typing import Final
 
 # MAJOR.MINOR follow the format specification's version (2.0); PATCH counts
 # fixes to the suite itself. Cases carry `since` / `until` in spec versions.
-SUITE_VERSION: Final = "2.0.2"
+SUITE_VERSION: Final = "2.0.3"
 SPEC_VERSION: Final = "2.0"
 
 LEVELS: Final = ("must", "should", "may")
@@ -23,8 +23,22 @@ LEVELS: Final = ("must", "should", "may")
 ROLES: Final = ("reader", "writer", "follower", "parser")
 
 # tolerant: reads that step over damage and list it (spec 10.4); split: reads of
-# one byte range of a segment (spec 10.5).
-CAPABILITIES: Final = ("legacy_v1", "refs", "tolerant", "split", "recover", "write")
+# one byte range of a segment (spec 10.5). The rest are what the spec permits
+# (MAY) and a testee that offers it must get right: resume_at: resuming at a ref
+# (10.6 step 5); seek: starting at an index or a time (10.7); compressed: reading
+# compressed sealed segments (2.6); preallocate: writing preallocated segments (6.5).
+CAPABILITIES: Final = (
+    "legacy_v1",
+    "refs",
+    "tolerant",
+    "split",
+    "recover",
+    "write",
+    "resume_at",
+    "seek",
+    "compressed",
+    "preallocate",
+)
 
 OUTCOMES: Final = ("accept", "recovered", "reject", "implementation_defined")
 

@@ -6,6 +6,7 @@ from . import (
     catalog_crash,
     catalog_damage,
     catalog_legacy,
+    catalog_reach,
     catalog_split,
     catalog_tolerant,
     catalog_valid,
@@ -25,6 +26,7 @@ def build_catalog() -> Catalog:
         catalog_legacy,
         catalog_split,
         catalog_writer,
+        catalog_reach,
     ):
         module.add(cat)
     return cat

@@ -5,6 +5,9 @@ from __future__ import annotations
 from .model import Case, Fixture, Json
 from .mutations import Files, Mutation
 
+# The capability each start of a read request needs.
+START_CAPABILITIES = {"after_binary": "refs", "at": "resume_at", "from_index": "seek", "since_us": "seek"}
+
 
 class Catalog:
     def __init__(self) -> None:
@@ -69,11 +72,14 @@ class Catalog:
         requires: list[str] | None = None,
         tolerant: bool = False,
         split: tuple[int, int, int] | None = None,
+        start: Json | None = None,
         until: str | None = None,
     ) -> Case:
         """A reader case: read the fixture from its start (or after ``after``, tolerantly, or one split).
 
         ``split`` is (log, start, stop): only segment ``log``'s records whose offset lies in [start, stop).
+        ``start`` is one of the other starts of the protocol: ``after_binary`` (a binary ref, hexadecimal),
+        ``at`` (resume at a ref), ``from_index`` or ``since_us`` (spec/conformance.md section 3.4).
         ``until``: the spec version from which the expectation no longer holds (a retired case keeps its id;
         the corrected expectation gets a new one, spec/conformance.md section 2).
         """
@@ -88,9 +94,12 @@ class Catalog:
             operation["tolerant"] = True
             needs.append("tolerant")
         if split is not None:
-            log, start, stop = split
-            operation.update({"log": log, "start": str(start), "stop": str(stop)})
+            log, first, stop = split
+            operation.update({"log": log, "start": str(first), "stop": str(stop)})
             needs.append("split")
+        for member, value in (start or {}).items():
+            operation[member] = value
+            needs.append(START_CAPABILITIES[member])
         return self._case(
             Case(
                 id,
@@ -134,7 +143,16 @@ class Catalog:
             )
         )
 
-    def write(self, id: str, description: str, spec: Json, expected: Json, requirements: list[str]) -> Case:
+    def write(
+        self,
+        id: str,
+        description: str,
+        spec: Json,
+        expected: Json,
+        requirements: list[str],
+        *,
+        requires: list[str] | None = None,
+    ) -> Case:
         """A writer case: the testee writes a new log from ``spec``; every reader reads it back."""
         return self._case(
             Case(
@@ -144,7 +162,7 @@ class Catalog:
                 expected,
                 requirements,
                 roles=["writer"],
-                requires=["write"],
+                requires=["write", *(requires or [])],
             )
         )
 

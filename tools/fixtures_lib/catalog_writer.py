@@ -19,6 +19,7 @@ from .model import Json, accept, error, payload_fields, segment_state
 
 WRITE_RULES = ["W-1", "W-2", "W-4", "W-5", "W-6", "W-7", "W-9", "W-11", "W-12", "W-34"]
 CUTOVER_RULES = ["W-16", "W-27", "W-28"]
+PREALLOCATION_RULES = ["W-10", "W-18"]
 
 Append = tuple[bytes, int]
 
@@ -72,12 +73,54 @@ def add(cat: Catalog) -> None:
     )
     _write(
         cat,
+        "cutover_after_last_record",
+        "three records, then a cutover listed before index 4: segment 1 sealed, segment 2 empty",
+        ten[:3],
+        cutover_before=[4],
+    )
+    _preallocated(cat)
+    _write(
+        cat,
         "refuse_asqn_across_cutover",
         "asqn 3 after asqn 5 in the previous segment: refused, the order spans segments",
         [(b"first", 5), (b"second", 3)],
         cutover_before=[2],
         refused_at=2,
         rules=["W-8"],
+    )
+
+
+def _preallocated(cat: Catalog) -> None:
+    """Preallocated segments (spec 6.5, W-10, W-18): a writer MAY preallocate; one that does must get this right."""
+    capacity = 512
+    # 256 + 3 * 80 = 496: the fourth record (80 bytes) does not fit and starts segment 2, which it fills exactly
+    # with the fifth and a record of 256 - 2 * 80 - 40 = 56 payload bytes.
+    fits = [(seeded_bytes(700 + n, 40), -1) for n in range(5)] + [(seeded_bytes(705, 56), -1), (b"last", -1)]
+    _write(
+        cat,
+        "preallocated",
+        f"preallocated segments of {capacity} bytes: a record that does not fit starts the next segment",
+        fits,
+        capacity=capacity,
+    )
+    _write(
+        cat,
+        "preallocated_with_cutovers",
+        f"preallocated segments of {capacity} bytes with a cutover listed before index 2 and after the last record",
+        fits[:3],
+        cutover_before=[2, 4],
+        capacity=capacity,
+    )
+    _write(
+        cat,
+        "preallocated_refuse_record_too_large",
+        f"a record of {capacity - HEADER_SIZE + 1} bytes cannot fit an empty preallocated segment of {capacity}:"
+        " refused, nothing written for it",
+        [(b"first", -1), (seeded_bytes(710, capacity - HEADER_SIZE - RECORD_HEADER_SIZE + 1), -1)],
+        capacity=capacity,
+        refused_at=2,
+        refusal="length_out_of_range",
+        rules=["W-10"],
     )
 
 
@@ -88,53 +131,65 @@ def _write(
     appends: list[Append],
     *,
     cutover_before: list[int] | None = None,
+    capacity: int | None = None,
     refused_at: int | None = None,
+    refusal: str = "asqn_not_increasing",
     rules: list[str] | None = None,
 ) -> None:
+    """A write case; with ``capacity`` a case of level may for writers that preallocate (capability preallocate)."""
     cuts = cutover_before or []
+    options: Json = {"durability": "sync"}
+    if capacity is not None:
+        options["preallocate"] = str(capacity)
     spec: Json = {
         "records": [{"payload": payload.hex(), "asqn": str(asqn)} for payload, asqn in appends],
         "cutover_before": [str(index) for index in cuts],
-        "options": {"durability": "sync"},
+        "options": options,
     }
     written = appends if refused_at is None else appends[: refused_at - 1]
-    expected_records, segments = _layout(written, cuts, last_cut_applies=refused_at)
+    after_last = len(appends) + 1 if refused_at is None else refused_at
+    expected_records, segments = _layout(written, cuts, cut_after=after_last in cuts, capacity=capacity)
     outcome: dict[str, Any] = {
-        "write": {"ok": True, "error": None}
-        if refused_at is None
-        else {"ok": False, "error": error("asqn_not_increasing")},
+        "write": {"ok": True, "error": None} if refused_at is None else {"ok": False, "error": error(refusal)},
         "then": accept(expected_records),
         "segments": segments,
         "optional_segments": [],
         "unchanged": False,
     }
-    requirements = [*WRITE_RULES, *(CUTOVER_RULES if cuts else []), *(rules or [])]
-    cat.write(f"must.writer.write.{name}", description, spec, outcome, requirements)
+    requirements = [*WRITE_RULES, *(CUTOVER_RULES if cuts else []), *(PREALLOCATION_RULES if capacity else [])]
+    requirements += rules or []
+    if capacity is None:
+        cat.write(f"must.writer.write.{name}", description, spec, outcome, requirements)
+    else:
+        cat.write(f"may.writer.write.{name}", description, spec, outcome, requirements, requires=["preallocate"])
 
 
 def _layout(
-    appends: list[Append], cuts: list[int], *, last_cut_applies: int | None
+    appends: list[Append], cuts: list[int], *, cut_after: bool, capacity: int | None
 ) -> tuple[list[Json], dict[str, Json]]:
-    """Where each record lands: contiguous from offset 256, a new segment at each cutover."""
+    """Where each record lands: contiguous from offset 256, a new segment at each cutover and, in preallocated
+    segments, before a record that does not fit (spec 6.5); ``cut_after``: a cutover after the last record
+    (listed before the next index, or before a refused append)."""
     log, offset = 1, HEADER_SIZE
     ends: dict[int, int] = {}
     out: list[Json] = []
     for index, (payload, asqn) in enumerate(appends, start=1):
-        if index in cuts:
+        size = RECORD_HEADER_SIZE + len(payload)
+        if index in cuts or (capacity is not None and offset + size > capacity):
             ends[log] = offset
             log, offset = log + 1, HEADER_SIZE
         record: Json = {"log": log, "offset": str(offset), "index": str(index), "asqn": str(asqn)}
         record.update(payload_fields(payload))
         record["checked"] = True
         out.append(record)
-        offset += RECORD_HEADER_SIZE + len(payload)
-    if last_cut_applies is not None and last_cut_applies in cuts:
-        # The cutover before the refused append happened; the append did not.
+        offset += size
+    if cut_after:
         ends[log] = offset
         log, offset = log + 1, HEADER_SIZE
     ends[log] = offset
     last = max(ends)
     segments = {
-        segment_name(number): segment_state(size=end, sealed=number != last) for number, end in sorted(ends.items())
+        segment_name(number): segment_state(size=capacity or end, sealed=number != last, capacity=capacity)
+        for number, end in sorted(ends.items())
     }
     return out, segments

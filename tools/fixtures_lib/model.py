@@ -92,9 +92,15 @@ def u64(value: int | None) -> str | None:
     return None if value is None else str(value)
 
 
-def segment_state(*, size: int | None = None, sealed: bool | None = None) -> Json:
-    """What a segment must look like after recovery; None members are not compared."""
-    return {"size": None if size is None else str(size), "sealed": sealed}
+def segment_state(*, size: int | None = None, sealed: bool | None = None, capacity: int | None = None) -> Json:
+    """What a segment must look like after a write or recovery; None members are not compared.
+
+    ``capacity``: the segment is preallocated (flag ``PREALLOCATED``) with this capacity (W-18).
+    """
+    state: Json = {"size": None if size is None else str(size), "sealed": sealed}
+    if capacity is not None:
+        state["capacity"] = str(capacity)
+    return state
 
 
 def after_recovery(recs: list[Json], segments: dict[str, Json], *, optional: tuple[str, ...] = ()) -> Json:

@@ -163,7 +163,7 @@ def test_a_listed_expected_failure_that_fails_keeps_the_run_green(manifest: Mani
 
 
 def test_implementation_defined_cases_hold_a_testee_to_its_declared_choice(manifest: Manifest) -> None:
-    case = next(c for c in manifest.cases if c.expected["outcome"] == "implementation_defined")
+    case = next(c for c in manifest.cases if c.expected.get("outcome") == "implementation_defined")
     assert resolve(case.expected, {})[0] is None
     assert resolve(case.expected, {"finished_segment_end": "guess"})[0] is None
     full, _ = resolve(case.expected, {"finished_segment_end": "tail_walk"})
@@ -267,6 +267,31 @@ def test_the_command_line_exits_non_zero_on_a_must_failure(tmp_path: Path) -> No
     )
     assert bad.exit_code == 1, bad.output
     assert "dropper: must" in bad.output
+
+
+IMPLEMENTATION_DEFINED = "must.reader.*finished_segment*"
+
+
+def test_a_cli_testee_declares_its_implementation_defined_choices_with_a_flag(tmp_path: Path) -> None:
+    command = "cli:" + " ".join(REFERENCE)
+    base = ["run", "--impl", command, "--name", "ref-cli", "--case", IMPLEMENTATION_DEFINED]
+    runner = CliRunner()
+    undeclared = runner.invoke(conformance_group, [*base, "--out", str(tmp_path / "a")])
+    assert undeclared.exit_code == 1, undeclared.output
+    assert "declared no value" in (tmp_path / "a" / "matrix.md").read_text()
+    declared = runner.invoke(
+        conformance_group, [*base, "--choice", "finished_segment_end=tail_walk", "--out", str(tmp_path / "b")]
+    )
+    assert declared.exit_code == 0, declared.output
+    assert "(PASS)" in declared.output
+    # The reference walks tails: declaring the minimal reader's choice makes the cases that tell them apart fail.
+    wrong = runner.invoke(
+        conformance_group, [*base, "--choice", "finished_segment_end=commit_point", "--out", str(tmp_path / "c")]
+    )
+    assert wrong.exit_code == 1, wrong.output
+    unknown = runner.invoke(conformance_group, [*base, "--choice", "finished_segment_end=guess"])
+    assert unknown.exit_code == 2
+    assert "tail_walk" in unknown.output
 
 
 def test_the_go_implementation_passes_every_must_case(manifest: Manifest) -> None:

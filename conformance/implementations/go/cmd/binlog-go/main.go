@@ -70,13 +70,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // parseReadOptions parses what follows "read DIR": nothing, --after REF
-// (a REF may begin with "-"), --tolerant, or --split LOG:START:STOP.
+// (a REF may begin with "-"), --after-binary HEX, --tolerant, or --split LOG:START:STOP.
 func parseReadOptions(args []string) (readRequest, error) {
 	var req readRequest
 	switch {
 	case len(args) == 0:
 	case len(args) == 2 && args[0] == "--after":
 		req.After = &args[1]
+	case len(args) == 2 && args[0] == "--after-binary":
+		req.AfterBinary = &args[1]
 	case len(args) == 1 && args[0] == "--tolerant":
 		req.Tolerant = true
 	case len(args) == 2 && args[0] == "--split":
@@ -136,24 +138,30 @@ func printJSON(w, stderr io.Writer, v any) error {
 }
 
 type request struct {
-	Op       string    `json:"op"`
-	Path     string    `json:"path"`
-	After    *string   `json:"after"`
-	Tolerant bool      `json:"tolerant"`
-	Log      *uint32   `json:"log"`
-	Start    *intField `json:"start"`
-	Stop     *intField `json:"stop"`
+	Op    string  `json:"op"`
+	Path  string  `json:"path"`
+	After *string `json:"after"`
+	// AfterBinary is the binary form of a ref (R-28), in hexadecimal.
+	AfterBinary *string   `json:"after_binary"`
+	Tolerant    bool      `json:"tolerant"`
+	Log         *uint32   `json:"log"`
+	Start       *intField `json:"start"`
+	Stop        *intField `json:"stop"`
 	writeSpec
 }
 
 // readRequest is what a session read asks for; nil when it asks for a
 // combination the protocol does not have.
 func (r request) readRequest() (readRequest, bool) {
-	req := readRequest{After: r.After, Tolerant: r.Tolerant}
-	if r.Log == nil {
-		return req, !(r.Tolerant && r.After != nil)
+	req := readRequest{After: r.After, AfterBinary: r.AfterBinary, Tolerant: r.Tolerant}
+	hasRef := r.After != nil || r.AfterBinary != nil
+	if r.After != nil && r.AfterBinary != nil {
+		return req, false
 	}
-	if r.Start == nil || r.Stop == nil || r.Tolerant || r.After != nil {
+	if r.Log == nil {
+		return req, !(r.Tolerant && hasRef)
+	}
+	if r.Start == nil || r.Stop == nil || r.Tolerant || hasRef {
 		return req, false
 	}
 	start, err1 := strconv.ParseUint(string(*r.Start), 10, 64)

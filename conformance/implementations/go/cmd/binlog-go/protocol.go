@@ -58,9 +58,11 @@ type readResult struct {
 // readRequest says how to read: from the start, after a ref, tolerantly,
 // or one split [Start, Stop) of segment Log.
 type readRequest struct {
-	After    *string
-	Tolerant bool
-	Split    *split
+	After *string
+	// AfterBinary is the hexadecimal of a binary ref.
+	AfterBinary *string
+	Tolerant    bool
+	Split       *split
 }
 
 type split struct {
@@ -154,8 +156,8 @@ func readLog(dir string, req readRequest) (readResult, int) {
 		return res, exitAccept
 	}
 	var opts binlog.ReadOptions
-	if req.After != nil {
-		ref, err := binlog.ParseRef(*req.After)
+	if req.After != nil || req.AfterBinary != nil {
+		ref, err := parseRequestRef(req)
 		if err != nil {
 			res.Outcome, res.Error = "reject", toJSONError(err)
 			return res, exitReject
@@ -280,4 +282,16 @@ func writeLog(dir string, spec writeSpec) error {
 		return w.Cutover()
 	}
 	return nil
+}
+
+// parseRequestRef parses the ref of a read, in its text or binary form.
+func parseRequestRef(req readRequest) (binlog.Ref, error) {
+	if req.After != nil {
+		return binlog.ParseRef(*req.After)
+	}
+	raw, err := hex.DecodeString(*req.AfterBinary)
+	if err != nil {
+		return binlog.Ref{}, fmt.Errorf("after_binary is not hexadecimal: %w", err)
+	}
+	return binlog.ParseBinaryRef(raw)
 }
