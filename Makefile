@@ -44,12 +44,14 @@ go-impl:
 	bash conformance/implementations/go/build.sh
 	cd conformance/implementations/go && go test ./...
 
-# Golden fixtures and the conformance manifest: generated, never edited by hand.
+# Golden fixtures, the conformance manifest and the list of decisions it pins: generated, never edited by hand.
 fixtures: $(STAMP)
 	$(PY) tools/gen_fixtures.py
+	$(PY) tools/gen_decisions.py
 
 fixtures-check: $(STAMP)
 	$(PY) tools/gen_fixtures.py --check
+	$(PY) tools/gen_decisions.py --check
 
 # The conformance suite against every registered implementation; reports in build/conformance/.
 conformance: $(STAMP) ksy go-impl

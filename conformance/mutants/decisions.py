@@ -17,7 +17,7 @@ from typing import Any
 
 from openbinlog import walk
 from openbinlog_conformance import serve
-from openbinlog_conformance.reference import ReferenceTestee
+from openbinlog_conformance.reference_testee import ReferenceTestee
 
 Json = dict[str, Any]
 
@@ -81,7 +81,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "3.5",
         "a segment is blank only when the whole file is at most 256 bytes, all zero",
         "a segment whose first 256 bytes are zero is blank, whatever follows",
-        (),
+        ("must.reader.header.zero_header_last_segment", "must.writer.recover.refuse_zero_header_last_segment"),
         _blank_by_header_only,
     ),
     Mutant(
@@ -89,7 +89,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "10.5",
         "offset 256 is a record boundary by definition: a split starting at or below it starts there",
         "a split starting at 256 searches for a boundary like any other, skipping a damaged first record",
-        (),
+        ("must.reader.split.first_record_damaged_from_256", "must.reader.split.first_record_damaged_from_0"),
         _split_start_searched,
     ),
 )

@@ -127,8 +127,10 @@ def in_spec_version(case: Case, version: str) -> bool:
 
 
 def default_manifest() -> Path:
-    """``conformance/manifest.json`` of the checkout this package lives in, or found from the working directory."""
-    candidates = [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[2]]
+    """``conformance/manifest.json`` found from the working directory, of the checkout this package lives in,
+    or of the kit an installed package carries (``openbinlog_conformance/kit/``)."""
+    here = Path(__file__).resolve().parent
+    candidates = [Path.cwd(), *Path.cwd().parents, here.parents[1], here / "kit"]
     for directory in candidates:
         path = directory / "conformance" / "manifest.json"
         if path.is_file():

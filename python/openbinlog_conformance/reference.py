@@ -11,11 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import openbinlog
 from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, verify
 
 from . import canonical
-from .vocabulary import CAPABILITIES, SPEC_VERSION
 
 Json = dict[str, Any]
 CHUNK = 1 << 20
@@ -143,38 +141,3 @@ def recover_log(directory: str) -> Json:
     except BinlogError as exc:
         return {"ok": False, "error": canonical.error(exc)}
     return {"ok": True}
-
-
-class ReferenceTestee:
-    """The reference implementation as a testee (a ``serve.Handler``): every role and capability."""
-
-    name = "openbinlog-python"
-
-    def hello(self) -> Json:
-        return {
-            "name": self.name,
-            "version": openbinlog.__version__,
-            "spec_version": SPEC_VERSION,
-            "roles": ["reader", "writer"],
-            "capabilities": list(CAPABILITIES),
-            # A full reader: the end of a finished, unsealed segment is found by walking its tail.
-            "choices": {"finished_segment_end": "tail_walk"},
-        }
-
-    def read(self, path: str, after: str | bytes | None) -> Json:
-        return read_log(path, after)
-
-    def read_from(self, path: str, start: Json) -> Json:
-        return read_log_from(path, start)
-
-    def read_tolerant(self, path: str) -> Json:
-        return read_log_tolerant(path)
-
-    def read_split(self, path: str, log: int, start: int, stop: int) -> Json:
-        return read_split_log(path, log, start, stop)
-
-    def write(self, path: str, spec: Json) -> Json:
-        return write_log(path, spec)
-
-    def recover(self, path: str) -> Json:
-        return recover_log(path)

@@ -30,7 +30,18 @@ from openbinlog._optional import EXTRAS, MissingExtraError, require
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a build reads: the sdist's files (MANIFEST.in) and the packages' folders, without tests or build output.
-SOURCES = ("pyproject.toml", "setup.cfg", "MANIFEST.in", "README.md", "LICENSE", "python", "spark_udfs")
+SOURCES = (
+    "pyproject.toml",
+    "setup.cfg",
+    "setup.py",
+    "MANIFEST.in",
+    "README.md",
+    "LICENSE",
+    "python",
+    "spark_udfs",
+    "conformance",
+    "fixtures",
+)
 IGNORED = shutil.ignore_patterns("tests", "target", "__pycache__", "*.so", "*.egg-info", ".hypothesis")
 CORE_DEPENDENCIES = {"construct", "crc32c", "click", "inotify_simple"}
 BASE_INSTALL_LIMIT = 15 * 1024 * 1024
@@ -147,6 +158,17 @@ def test_base_install_is_small_and_its_binlog_works(wheel: Path, tmp_path: Path)
     if " info " in _run([binlog, "--help"], tmp_path).stdout:
         info = _run([binlog, "info", log], tmp_path)
         assert info.returncode == 0, info.stderr
+
+    # The conformance kit: the suite runs against the installed reference from a directory outside any checkout.
+    listed = _run([binlog, "conformance", "list", "--case", "must.reader.valid.*"], tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "must.reader.valid.one_record" in listed.stdout
+    suite = _run([binlog, "conformance", "run", "--impl", "python", "--out", tmp_path / "report"], tmp_path)
+    assert suite.returncode == 0, suite.stdout + suite.stderr
+    manifest = json.loads((ROOT / "conformance" / "manifest.json").read_text())
+    must = sum(case["level"] == "must" and case["until"] is None for case in manifest["cases"])
+    assert f"python: must {must}/{must}" in suite.stdout
+    assert str(ROOT) not in (tmp_path / "report" / "results.json").read_text()
 
     probe = _run([python, "-c", PROBE], tmp_path)
     assert probe.returncode == 0, probe.stderr

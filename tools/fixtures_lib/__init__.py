@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import (
     catalog_crash,
     catalog_damage,
+    catalog_decisions,
     catalog_legacy,
     catalog_reach,
     catalog_split,
@@ -27,6 +28,7 @@ def build_catalog() -> Catalog:
         catalog_split,
         catalog_writer,
         catalog_reach,
+        catalog_decisions,
     ):
         module.add(cat)
     return cat

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from openbinlog_conformance import serve
-from openbinlog_conformance.reference import ReferenceTestee
+from openbinlog_conformance.reference_testee import ReferenceTestee
 
 if __name__ == "__main__":
     sys.exit(serve.main(ReferenceTestee()))
