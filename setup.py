@@ -1,5 +1,6 @@
-"""The conformance kit goes into the wheel: the manifest, the fixtures and a registry of the reference testee,
-under openbinlog_conformance/kit/, so that ``binlog conformance run`` works without a checkout.
+"""The conformance kit goes into the wheel: the manifest, the fixtures, a registry of the reference testee and
+the skeleton testee in C, under openbinlog_conformance/kit/, so that ``binlog conformance run`` works without a
+checkout.
 
 Everything else is declared in pyproject.toml; this file only adds that step to build_py.
 """
@@ -36,12 +37,17 @@ class BuildWithKit(build_py):  # type: ignore[misc]
         manifest = ROOT / "conformance" / "manifest.json"
         if not manifest.is_file() or not (ROOT / "fixtures").is_dir():
             raise SystemExit("the conformance kit needs conformance/manifest.json and fixtures/ (make fixtures)")
+        if not (ROOT / "conformance" / "skeleton").is_dir():
+            raise SystemExit("the conformance kit needs conformance/skeleton/")
         kit = Path(self.build_lib) / KIT
         shutil.rmtree(kit, ignore_errors=True)
         (kit / "conformance").mkdir(parents=True)
         shutil.copy2(manifest, kit / "conformance" / "manifest.json")
         (kit / "conformance" / "implementations.json").write_text(json.dumps(KIT_REGISTRY, indent=2) + "\n")
         shutil.copytree(ROOT / "fixtures", kit / "fixtures")
+        skeleton = ROOT / "conformance" / "skeleton"
+        ignore = shutil.ignore_patterns("binlog-skeleton", "*.o", ".gitignore")
+        shutil.copytree(skeleton, kit / "conformance" / "skeleton", ignore=ignore)
 
 
 setup(cmdclass={"build_py": BuildWithKit})

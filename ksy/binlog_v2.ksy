@@ -22,7 +22,7 @@ doc: |
   express: choosing the active slot among those whose checksum holds (here it
   is simply the higher generation), index continuity, asqn order, and the
   chain of segments.
-doc-ref: spec/binlog.md#3-segment-header
+doc-ref: spec/format.md#3-the-segment-header
 seq:
   - id: header
     type: segment_header
@@ -48,7 +48,7 @@ types:
       The first 256 bytes of a segment. The fields up to `header_crc` never
       change after creation; the commit slots and the three mirror fields
       (`status`, `ofs_last_element`, `next_log_number`) do.
-    doc-ref: spec/binlog.md#3-segment-header
+    doc-ref: spec/format.md#3-the-segment-header
     seq:
       - id: len_header
         -orig-id: header_length
@@ -109,7 +109,7 @@ types:
           Masked CRC32C of `crc_covered_length_version`,
           `crc_covered_log_number` and `crc_covered_signature_to_reserved`,
           in that order: the immutable fields.
-        doc-ref: spec/binlog.md#5-checksums
+        doc-ref: spec/format.md#5-checksums
       - id: commit_slots
         -orig-id: commit_slot
         type: commit_slot
@@ -131,7 +131,7 @@ types:
           reader first discards a slot whose `slot_crc` fails; the two choices
           differ only after a torn slot write, and then the `slot_crc` of
           `active_slot` does not verify.
-        doc-ref: spec/binlog.md#32-commit-slots
+        doc-ref: spec/format.md#32-commit-slots
       active_slot:
         value: commit_slots[active_slot_index]
       crc_covered_length_version:
@@ -150,7 +150,7 @@ types:
     doc: |
       One of the two places the commit point is published. Generation g is
       written to slot g % 2; a generation of 0 means never written.
-    doc-ref: spec/binlog.md#32-commit-slots
+    doc-ref: spec/format.md#32-commit-slots
     seq:
       - id: generation
         type: u8
@@ -173,7 +173,7 @@ types:
       - id: slot_crc
         type: u4
         doc: Masked CRC32C of `crc_covered`.
-        doc-ref: spec/binlog.md#5-checksums
+        doc-ref: spec/format.md#5-checksums
     instances:
       is_written:
         value: generation != 0
@@ -188,7 +188,7 @@ types:
       A 40-byte record header and its payload. The record header is checked
       by `header_crc` before `len_record` may be trusted; a parser that has
       not verified it may read a wrong amount of payload.
-    doc-ref: spec/binlog.md#4-records
+    doc-ref: spec/format.md#4-records
     seq:
       - id: invoke_ofs_record
         size: 0
@@ -229,11 +229,11 @@ types:
       - id: payload_crc
         type: u4
         doc: Masked CRC32C of `payload`.
-        doc-ref: spec/binlog.md#5-checksums
+        doc-ref: spec/format.md#5-checksums
       - id: header_crc
         type: u4
         doc: Masked CRC32C of `crc_covered_header`.
-        doc-ref: spec/binlog.md#5-checksums
+        doc-ref: spec/format.md#5-checksums
       - id: payload
         size: len_record - 36
     instances:
@@ -260,7 +260,7 @@ types:
       Looks at the bytes at one offset: is there room for a whole record whose
       fixed fields pass the `valid` checks of `record`? A `record` parsed
       where `is_complete` holds cannot fail. Checksums are not looked at.
-    doc-ref: spec/binlog.md#4-records
+    doc-ref: spec/format.md#4-records
     seq:
       - id: len_record
         type: u4

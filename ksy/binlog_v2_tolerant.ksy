@@ -25,7 +25,7 @@ doc: |
 
   It still fails on a header that carries the signature but breaks a header
   check: that is corruption, not a torn tail.
-doc-ref: spec/binlog.md#4-records
+doc-ref: spec/format.md#4-records
 seq:
   - id: header
     type: binlog_v2::segment_header

@@ -16,7 +16,7 @@ doc: |
   A version 1 file is recognised by version 1 and the absence of the version
   2 signature at offset 24. Readers number its records themselves, counting
   from 1 across the segments of the log, and mark them unchecked.
-doc-ref: spec/binlog.md#appendix-b-legacy-jpos-ee-version-1
+doc-ref: spec/legacy-v1.md#appendix-b-legacy-jpos-ee-version-1
 seq:
   - id: header
     type: legacy_header
@@ -35,7 +35,7 @@ seq:
 types:
   legacy_header:
     doc: The 248 header bytes that the records do not overwrite.
-    doc-ref: spec/binlog.md#appendix-b-legacy-jpos-ee-version-1
+    doc-ref: spec/legacy-v1.md#appendix-b-legacy-jpos-ee-version-1
     seq:
       - id: len_header
         -orig-id: header_length
@@ -74,7 +74,7 @@ types:
         size: 216
         doc: Not used by version 1 readers.
   record:
-    doc-ref: spec/binlog.md#appendix-b-legacy-jpos-ee-version-1
+    doc-ref: spec/legacy-v1.md#appendix-b-legacy-jpos-ee-version-1
     seq:
       - id: invoke_ofs_record
         size: 0

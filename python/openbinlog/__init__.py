@@ -4,7 +4,7 @@ A log is a directory of segments; ``Writer`` appends crash-safely (one sync
 per commit, group commit across threads, several processes under a lock),
 ``Reader`` returns committed records in index order and follows a live log,
 ``verify`` and ``recover`` report and repair. The format is specified in
-``spec/binlog.md``; this package is its executable reference.
+``spec/`` (``spec/README.md`` lists its documents); this package is its executable reference.
 """
 
 from ._format import FIRST_INDEX, HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SIGNATURE

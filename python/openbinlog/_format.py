@@ -2,7 +2,8 @@
 
 Everything else in the package reads and writes bytes through these
 declarations (or through ``struct`` formats derived from them, see
-``fast_struct``). Section numbers refer to ``spec/binlog.md``.
+``fast_struct``). Section numbers refer to the spec (``spec/format.md`` holds the bytes; ``spec/README.md``
+says which document holds each section).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ and no listed expected failure passed; 1 otherwise; 2 for usage errors.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -169,3 +170,26 @@ def mutants_command(
     results = run_mutants(testee, chosen, manifest=manifest, timeout=timeout, progress=show)
     click.echo(score(results))
     sys.exit(0 if all(result.caught for result in results) else 1)
+
+
+@conformance_group.command("skeleton")
+@click.argument("destination", type=click.Path(file_okay=False))
+@click.option("--manifest", "manifest_path", type=click.Path(exists=True, dir_okay=False))
+def skeleton_command(destination: str, manifest_path: str | None) -> None:
+    """Copy the skeleton testee in C (conformance/skeleton/c) to DESTINATION, a directory that does not exist yet:
+    a small reader that passes its first case once built with make (see its README.md)."""
+    try:
+        manifest = Path(manifest_path) if manifest_path else default_manifest()
+    except ManifestError as exc:
+        raise click.UsageError(str(exc)) from exc
+    source = manifest.parent / "skeleton" / "c"
+    if not source.is_dir():
+        raise click.UsageError(f"no skeleton beside {manifest}")
+    target = Path(destination)
+    if target.exists():
+        raise click.UsageError(f"{target} exists: give a new directory")
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("binlog-skeleton", "*.o"))
+    click.echo(
+        f"the skeleton testee is in {target}: cd {target} && make && binlog conformance run --impl ./binlog-skeleton"
+    )
+    click.echo(f"the suite's fixtures, for reading by hand: {(manifest.parent / '..' / 'fixtures').resolve()}")

@@ -169,6 +169,14 @@ def test_base_install_is_small_and_its_binlog_works(wheel: Path, tmp_path: Path)
     must = sum(case["level"] == "must" and case["until"] is None for case in manifest["cases"])
     assert f"python: must {must}/{must}" in suite.stdout
     assert str(ROOT) not in (tmp_path / "report" / "results.json").read_text()
+    # The skeleton testee in C, from the kit, passes its README's first case (skeleton/c/README.md).
+    copied = _run([binlog, "conformance", "skeleton", "mine"], tmp_path)
+    assert copied.returncode == 0, copied.stderr
+    if shutil.which("cc") is not None:
+        subprocess.run(["make", "-s", "-C", str(tmp_path / "mine")], check=True, timeout=120)
+        first = ["--case", "must.reader.valid.two_records_tv9", "--out", tmp_path / "first"]
+        passed = _run([binlog, "conformance", "run", "--impl", "mine/binlog-skeleton", *first], tmp_path)
+        assert passed.returncode == 0 and "must 1/1" in passed.stdout, passed.stdout + passed.stderr
 
     probe = _run([python, "-c", PROBE], tmp_path)
     assert probe.returncode == 0, probe.stderr

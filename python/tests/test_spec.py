@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,22 +15,40 @@ from openbinlog._crc import masked_crc32c
 from openbinlog._segment import CommitState, build_header, encode_mirror, encode_slot
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT / "spec" / "binlog.md"
+SPEC_DIR = ROOT / "spec"
+# The normative documents of the specification; the sections each holds are listed at its top.
+NORMATIVE = [SPEC_DIR / name for name in ("format.md", "protocols.md", "readers.md", "legacy-v1.md")]
+# Every document of the specification, normative or not, by the name cross-references use ("readers §10.2").
+DOCUMENTS = {path.stem: path for path in NORMATIVE} | {
+    "rationale": ROOT / "docs" / "rationale.md",
+    "operators": ROOT / "docs" / "operators.md",
+    "implementation-notes": ROOT / "docs" / "implementation-notes.md",
+    "README": SPEC_DIR / "README.md",
+}
+FORMAT_LIMIT = 60_000  # bytes: spec/format.md stays readable in one sitting
 LOG_ID = bytes(range(16))
 T0 = 1_700_000_000_000_000
 
 
+def normative_text() -> str:
+    return "".join(path.read_text() for path in NORMATIVE)
+
+
 def vectors() -> dict[str, bytes]:
-    text = SPEC.read_text()
     found: dict[str, bytes] = {}
-    for match in re.finditer(r"^```hex (TV-\d+)\n(.*?)^```", text, re.M | re.S):
+    for match in re.finditer(r"^```hex (TV-\d+)\n(.*?)^```", normative_text(), re.M | re.S):
         lines = match[2].strip().splitlines()
+        assert match[1] not in found, f"{match[1]} is given twice"
         found[match[1]] = bytes.fromhex("".join(line.split(":", 1)[1] for line in lines))
     return found
 
 
+def requirement_definitions() -> list[str]:
+    return re.findall(r"^- \*\*([RW]-\d+)\*\*", normative_text(), re.M)
+
+
 def requirement_ids() -> set[str]:
-    return set(re.findall(r"^- \*\*([RW]-\d+)\*\*", SPEC.read_text(), re.M))
+    return set(requirement_definitions())
 
 
 def test_spec_has_every_vector() -> None:
@@ -122,3 +141,63 @@ def test_every_requirement_is_cited_by_a_test_or_fixture() -> None:
 def test_no_test_cites_a_requirement_the_spec_lacks() -> None:
     unknown = sorted(set(cited_ids()) - requirement_ids())
     assert not unknown, f"cited but not in the spec: {unknown}"
+
+
+def test_every_requirement_is_defined_exactly_once() -> None:
+    counts = Counter(requirement_definitions())
+    assert len(counts) > 80
+    twice = sorted(rid for rid, count in counts.items() if count > 1)
+    assert not twice, f"defined more than once across the normative documents: {twice}"
+
+
+def test_format_document_fits_its_size_limit() -> None:
+    size = len((SPEC_DIR / "format.md").read_bytes())
+    assert size < FORMAT_LIMIT, f"spec/format.md is {size} bytes, the limit is {FORMAT_LIMIT}"
+
+
+def test_no_normative_document_holds_rationale_or_operator_sections() -> None:
+    heading = re.compile(r"^#+ (1[56]\.|.*\b(Rationale|Error recovery for operators)\b)", re.M)
+    for path in NORMATIVE:
+        found = heading.findall(path.read_text())
+        assert not found, f"{path.name} holds {found}"
+    assert re.search(r"^## 15\. Rationale", DOCUMENTS["rationale"].read_text(), re.M)
+    assert re.search(r"^## 16\. Error recovery for operators", DOCUMENTS["operators"].read_text(), re.M)
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    return {github_anchor(title) for title in re.findall(r"^#+ (.*)$", path.read_text(), re.M)}
+
+
+def test_relative_links_of_the_specification_resolve() -> None:
+    for source in DOCUMENTS.values():
+        for target in re.findall(r"\]\(([^)\s]+)\)", source.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            name, _, anchor = target.partition("#")
+            path = (source.parent / name).resolve() if name else source
+            assert path.exists(), f"{source.name}: link to {target} names no file"
+            if anchor and path.suffix == ".md":
+                assert anchor in anchors(path), f"{source.name}: link to {target} names no heading"
+
+
+def sections(path: Path) -> set[str]:
+    """The section numbers whose headings a document holds: "10.2.1", "B.4", "15"."""
+    return set(re.findall(r"^#+ (?:Appendix )?((?:\d+|[AB])(?:\.\d+)*)[.: ]", path.read_text(), re.M))
+
+
+def test_section_references_name_a_section_of_the_named_document() -> None:
+    held = {name: sections(path) for name, path in DOCUMENTS.items()}
+    names = "|".join(re.escape(name) for name in DOCUMENTS)
+    reference = re.compile(rf"(?:\b({names}) )?§((?:\d+|[AB])(?:\.\d+)*)")
+    for name, path in DOCUMENTS.items():
+        if name == "README":  # the index names sections without holding them
+            continue
+        for named, number in reference.findall(path.read_text()):
+            document = named or name
+            assert number in held[document], f"{path.name}: {document} §{number} is not a section of {document}"

@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// specPath is the normative spec, read at test time so that a change of a
-// vector is picked up.
-var specPath = filepath.Join("..", "..", "..", "..", "spec", "binlog.md")
+// specPath is the normative spec document that holds the test vectors
+// (Appendix A), read at test time so that a change of a vector is picked up.
+var specPath = filepath.Join("..", "..", "..", "..", "spec", "format.md")
 
 type vector struct {
 	start uint64 // offset of the first dumped byte

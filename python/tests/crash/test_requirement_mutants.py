@@ -1,0 +1,418 @@
+"""Writer requirements the conformance protocol cannot observe, each proven covered by a mutant that is caught.
+
+A requirement counts as covered only by a test that fails when it is
+broken. Each test here breaks one writer requirement (W-n) in the reference
+writer, as little as possible (one function recompiled from its own source
+with one edit, or one constant), and asserts that the existing checking
+machinery reports it: an existing test of the suite that then fails by an
+assertion (never by a crash), the crash checker's invariants on the trace
+of a small workload, or the concurrency tests' criteria (no index
+acknowledged twice, every acknowledged record read back). Where a check is
+new here, the test first shows that the reference passes it. The rules the
+protocol observes are broken by the conformance suite's requirement mutants
+(conformance/mutants/requirements.py); python/tests/test_requirement_coverage.py
+maps every W-n to one or the other.
+"""
+
+from __future__ import annotations
+
+import __future__
+
+import fcntl
+import inspect
+import itertools
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_maintenance as maintenance_tests
+import test_protocol as protocol_tests
+import test_writer as writer_tests
+from logtools import FaultyFileSystem
+
+import openbinlog._maintenance as maintenance
+from openbinlog import BinlogError, Writer, verify
+from openbinlog import _fs as fs_module
+from openbinlog import _writer as writer_module
+from openbinlog._fs import OsFileSystem
+from openbinlog._writer import _DirectoryLock
+
+from . import test_failed_syncs as failed_sync_tests
+from .checker import CrashChecker, describe, log_problems, publication_problems, read_log
+from .fs_trace import Trace
+from .recording_fs import RecordingFileSystem
+from .workloads import LOG, Append, Cutover, Step, run, singles, small_workloads
+
+Edit = tuple[str, str] | tuple[str, str, int]  # old, new and how often old occurs (once unless said)
+THREE = singles(1, (5, 0, 17))  # the smallest workload that commits more than one batch
+WAIT = 0.5  # seconds a second writer is given to get past a lock it must not get past
+
+
+def mutated(function: Callable[..., Any], *edits: Edit) -> Callable[..., Any]:
+    """``function`` compiled again from its own source with each edit made: a mutant of the reference.
+
+    An edit whose text does not occur as often as said fails loudly, so a
+    mutant never silently tests code the reference no longer has.
+    """
+    source = textwrap.dedent(inspect.getsource(function))
+    for old, new, *times in edits:
+        expected = times[0] if times else 1
+        found = source.count(old)
+        if found != expected:
+            raise ValueError(f"{function.__qualname__}: {old!r} occurs {found} times in its source, not {expected}")
+        source = source.replace(old, new)
+    module = sys.modules[function.__module__]
+    flags = __future__.annotations.compiler_flag
+    code = compile(source, f"<mutant of {function.__qualname__}>", "exec", flags=flags, dont_inherit=True)
+    namespace: dict[str, Any] = {}
+    exec(code, vars(module), namespace)  # the module's globals: the mutant resolves names as the original does
+    new_function: Callable[..., Any] = namespace[function.__name__]
+    return new_function
+
+
+def mutate(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, *edits: Edit) -> None:
+    """Replace ``owner.name`` (a method or a module function) by its mutant for this test."""
+    monkeypatch.setattr(owner, name, mutated(getattr(owner, name), *edits))
+
+
+def failure_of(test: Callable[..., object], *args: object) -> str:
+    """Run an existing test against the mutant: it must fail by an assertion (a crash would not count)."""
+    try:
+        test(*args)
+    except (AssertionError, pytest.fail.Exception) as failure:
+        return str(failure)
+    pytest.fail(f"{test.__name__} passes against the mutant: it does not catch it")
+
+
+def record(root: Path, steps: list[Step], **writer_options: Any) -> Trace:
+    root.mkdir()
+    return run(root, steps, writer_options=writer_options)
+
+
+# -- checks new here, each shown to pass on the reference before it catches a mutant ----------------------------------
+
+
+def strict_durability_problems(trace: Trace, scratch: Path) -> list[str]:
+    """In the strict mode an acknowledged record survives a power loss without recovery: at every point of the
+    trace, the durable state alone, read as it is, holds every record acknowledged so far (W-15)."""
+    problems: list[str] = []
+    scratch.mkdir(exist_ok=True)
+    for point in trace.points():
+        point.durable.materialise(scratch)
+        found = log_problems(read_log(scratch / LOG), trace.expected, acked=point.acked)
+        problems += [f"@{point.position}, durable state before recovery: {problem}" for problem in found]
+    return problems
+
+
+def partial_batch_problems(trace: Trace, steps: list[Step], scratch: Path) -> list[str]:
+    """A batch is published with one slot update (W-17): at no point does a reader see part of a batch."""
+    sizes = [len(step.records) for step in steps if isinstance(step, Append)]
+    boundaries = set(itertools.accumulate(sizes, initial=0))
+    checker = CrashChecker(scratch, "batches", {})
+    problems: list[str] = []
+    for point in trace.points():
+        seen = len(checker.readable(point.volatile, f"@{point.position}"))
+        if seen not in boundaries:
+            problems.append(f"@{point.position}: a reader sees {seen} records, part of a batch")
+    return problems
+
+
+def after_reopening_problems(log: Path, expected: list[tuple[bytes, int]], acked: int) -> list[str]:
+    """As the crash checker judges a log: recover it (open a writer), then read it against what was written."""
+    try:
+        Writer(log).close()
+        return log_problems(read_log(log), expected, acked=acked)
+    except BinlogError as exc:
+        return [f"reopening or reading failed: {describe(exc)}"]
+
+
+def tail_left_by_another_writer_problems(log: Path) -> list[str]:
+    """Writer A has the log open when writer B dies after syncing a batch of two records, before publishing it.
+
+    A's next batch must find B's records beyond the commit point, adopt them
+    (W-20) and append after them: the log is then what was written, in order.
+    """
+    with Writer(log) as first:
+        first.append(b"a")
+        with Writer(log, fs=FaultyFileSystem(drop_header_writes=True)) as dying:
+            dying.append_many([b"b1", b"b2"])  # synced; the publication never reaches the file
+        first.append(b"xx")  # the length of b1: written over it, b2 would follow as a valid record
+    return after_reopening_problems(log, [(b"a", -1), (b"b1", -1), (b"b2", -1), (b"xx", -1)], acked=2)
+
+
+def finished_segment_problems(log: Path) -> list[str]:
+    """Writer A has segment 1 open when writer B cuts over and dies before sealing it (its seal never lands).
+
+    Segment 1 is finished: A's next batch must go to segment 2 (W-16).
+    """
+    with Writer(log) as first:
+        first.append(b"a")
+        with Writer(log, fs=FaultyFileSystem(drop_header_writes=True)) as cutting:
+            cutting.cutover()
+        first.append(b"b")
+    problems = [f"verify: {damage}" for damage in verify(log).damage]
+    return problems + after_reopening_problems(log, [(b"a", -1), (b"b", -1)], acked=2)
+
+
+class Rendezvous(OsFileSystem):
+    """The real file system; ``meanwhile`` runs once, inside the next sync: while the writer holds the lock."""
+
+    def __init__(self) -> None:
+        self.meanwhile: Callable[[], None] | None = None
+
+    def fdatasync(self, fd: int) -> None:
+        action, self.meanwhile = self.meanwhile, None
+        if action is not None:
+            action()
+        super().fdatasync(fd)
+
+
+def overlapping_commit_problems(log: Path, first: Writer, rendezvous: Rendezvous, second: Writer) -> list[str]:
+    """``second`` appends while ``first`` (on ``rendezvous``) is between syncing its batch and publishing it.
+
+    Under the lock it waits (W-31). Judged as the concurrency tests judge:
+    no index acknowledged twice, every acknowledged record read back.
+    """
+    acknowledged: list[tuple[int, bytes]] = []
+
+    def second_appends() -> None:
+        acknowledged.append((second.append(b"second").index, b"second"))
+
+    other = threading.Thread(target=second_appends)
+
+    def meanwhile() -> None:
+        other.start()
+        other.join(WAIT)
+
+    rendezvous.meanwhile = meanwhile
+    acknowledged.append((first.append(b"first").index, b"first"))
+    other.join(30)
+    problems: list[str] = []
+    indexes = [index for index, _ in acknowledged]
+    if len(set(indexes)) < len(indexes):
+        problems.append(f"two appends acknowledged with one index: {sorted(indexes)}")
+    try:
+        read = {index: data for index, data, _asqn in read_log(log)}
+    except BinlogError as exc:
+        return [*problems, f"reader raised: {describe(exc)}"]
+    problems += [f"acknowledged record lost: {data!r} at index {index}" for index, data in acknowledged if read.get(index) != data]
+    return problems
+
+
+def two_writers_problems(log: Path, rendezvous: Rendezvous) -> list[str]:
+    with Writer(log, fs=rendezvous) as first, Writer(log) as second:
+        return overlapping_commit_problems(log, first, rendezvous, second)
+
+
+# -- W-1 to W-20 ----------------------------------------------------------------------------------------------------
+
+
+def test_w01_segment_beyond_99999999_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer_module, "MAX_LOG_NUMBER", 100_000_000)  # one more: a nine-digit segment name
+    failure_of(maintenance_tests.test_no_segment_is_created_beyond_99999999, tmp_path / "log")
+
+
+def test_w03_removal_above_the_lowest_segment_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Retention takes the segment below the last one first, not the lowest one.
+    mutate(monkeypatch, Writer, "drop_segments", ("logs[0]", "logs[-2]", 4))
+    failure_of(protocol_tests.test_retention_removes_only_sealed_lowest_segments, tmp_path / "log")
+
+
+def test_w09_timestamp_below_the_last_one_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate(monkeypatch, Writer, "_commit_some", ("now = max(self._clock_us(), last_timestamp)", "now = self._clock_us()"))
+    failure_of(writer_tests.test_timestamps_never_go_backwards, tmp_path / "log")
+
+
+def test_w12_generation_skipping_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Generation g+3 lands in slot (g+1) mod 2, as g+1 would: only the generation is wrong.
+    mutate(monkeypatch, Writer, "_commit_some", ("CommitState(commit.generation + 1,", "CommitState(commit.generation + 3,"))
+    problems = publication_problems(record(tmp_path / "recorded", THREE))
+    assert any("generation" in problem for problem in problems), problems
+
+
+def test_w13_publication_before_the_batch_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate(monkeypatch, Writer, "_commit_some", ('if self.durability != "os":', 'if self.durability == "os":'))
+    problems = publication_problems(record(tmp_path / "recorded", THREE))
+    assert any("published before its records were synced" in problem for problem in problems), problems
+
+
+def test_w15_acknowledgement_before_the_strict_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert strict_durability_problems(record(tmp_path / "reference", THREE, durability="strict"), tmp_path / "s1") == []
+    mutate(monkeypatch, Writer, "_publish", ('if self.durability == "strict":', "if False:"))
+    trace = record(tmp_path / "recorded", THREE, durability="strict")
+    problems = strict_durability_problems(trace, tmp_path / "s2")
+    assert any("acknowledged record lost" in problem for problem in problems), problems
+
+
+def test_w16_append_to_a_finished_segment_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert finished_segment_problems(tmp_path / "reference") == []
+    mutate(
+        monkeypatch,
+        Writer,
+        "_prepare",
+        ("self._fs.exists(_successor_path(self.directory, segment.log))", "False"),
+    )
+    problems = finished_segment_problems(tmp_path / "log")
+    assert any("chain_broken" in problem for problem in problems), problems
+
+
+def test_w17_batch_published_record_by_record_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (batches,) = [workload for workload in small_workloads() if workload.name == "batches"]
+    steps = batches.steps
+    assert partial_batch_problems(record(tmp_path / "reference", steps), steps, tmp_path / "s1") == []
+    mutate(
+        monkeypatch,
+        Writer,
+        "_commit",
+        (
+            "todo, segment, commit = self._commit_some(todo, segment, commit, written)",
+            "rest, segment, commit = self._commit_some(todo[:1], segment, commit, written)\n"
+            "                    todo = rest + todo[1:]",
+        ),
+    )
+    problems = partial_batch_problems(record(tmp_path / "recorded", steps), steps, tmp_path / "s2")
+    assert any("part of a batch" in problem for problem in problems), problems
+
+
+def test_w19_writer_going_on_after_a_failed_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate(monkeypatch, Writer, "_commit", ("self._failed = error", "self._failed = None"))
+    failure_of(failed_sync_tests.test_failed_batch_sync_acknowledges_nothing_and_stops_the_writer, tmp_path)
+
+
+def test_w20_batch_without_the_tail_check_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert tail_left_by_another_writer_problems(tmp_path / "reference") == []
+    mutate(monkeypatch, Writer, "_recover_tail", ("if size <= commit.commit_offset:", "if True:"))
+    problems = tail_left_by_another_writer_problems(tmp_path / "log")
+    assert any("stale or phantom record" in problem for problem in problems), problems
+
+
+# -- W-21 to W-38 ---------------------------------------------------------------------------------------------------
+
+
+def test_w23_recovery_without_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Recovery publishes the adopted commit point without first syncing the records it rewrote.
+    mutate(
+        monkeypatch,
+        Writer,
+        "_apply_tail",
+        (
+            "self._fs.fdatasync(segment.fd)\n    if plan.adopted is None:\n",
+            "if plan.adopted is None:\n        self._fs.fdatasync(segment.fd)\n",
+        ),
+    )
+    failure_of(failed_sync_tests.test_records_adopted_after_a_failed_sync_reach_the_disk, tmp_path)
+
+
+def test_w23_recovery_without_rewriting_the_adopted_bytes_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a failed sync the pages may be clean: syncing without writing them again makes nothing durable.
+    mutate(
+        monkeypatch,
+        Writer,
+        "_apply_tail",
+        ("self._fs.pwrite(segment.fd, header, 0)", "pass"),
+        ("self._fs.pwrite(segment.fd, walked, plan.commit.commit_offset)", "pass"),
+    )
+    failure_of(failed_sync_tests.test_records_adopted_after_a_failed_sync_reach_the_disk, tmp_path)
+
+
+def test_w25_clean_up_without_the_directory_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate(monkeypatch, Writer, "_open", ("self._fs.fsync_dir(self.directory)", "pass"))
+    failure_of(failed_sync_tests.test_acknowledged_records_survive_power_loss_after_a_failed_directory_sync, tmp_path)
+
+
+def test_w27_seal_before_the_directory_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Cutover step 3 left out: N is sealed while the name of N+1 is not durable yet.
+    mutate(monkeypatch, Writer, "_create_segment", ("self._fs.fsync_dir(self.directory)", "pass"))
+    trace = record(tmp_path / "recorded", [*singles(1, (5,)), Cutover(), *singles(2, (3,))])
+    problems = publication_problems(trace)
+    assert any("sealed before the directory entry of its successor was synced" in p for p in problems), problems
+
+
+def test_w28_segment_linked_before_its_header_is_synced_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The temporary file is linked into place first, then its header is written and synced.
+    mutate(
+        monkeypatch,
+        Writer,
+        "_create_segment",
+        (
+            "    self._fs.pwrite(fd, header_bytes, 0)\n"
+            "        self._fs.fdatasync(fd)\n"
+            "        self._fs.link(temp, final)\n",
+            "    self._fs.link(temp, final)\n"
+            "        self._fs.pwrite(fd, header_bytes, 0)\n"
+            "        self._fs.fdatasync(fd)\n",
+        ),
+    )
+    trace = record(tmp_path / "recorded", singles(1, (5,)))
+    checker = CrashChecker(tmp_path / "scratch", "link before header", {})
+    checker.run(trace, ("P1",), cap=16)
+    assert checker.results["P1"].violations, "a torn header under a segment's name went unnoticed"
+
+
+def test_w29_sealed_last_segment_left_without_successor_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import test_faults as fault_tests
+
+    monkeypatch.setattr(Writer, "_create_successor", lambda self, segment, commit: segment)
+    failure_of(fault_tests.test_t13_sealed_segment_without_its_successor_gets_one, tmp_path / "log")
+
+
+def test_w31_commit_without_the_lock_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert two_writers_problems(tmp_path / "reference", Rendezvous()) == []
+    mutate(monkeypatch, _DirectoryLock, "__enter__", ("writer._take_lock()", "pass"))
+    problems = two_writers_problems(tmp_path / "log", Rendezvous())
+    assert any("two appends acknowledged with one index" in problem for problem in problems), problems
+
+
+def test_w32_flock_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first writer locks with flock; the second, the reference, with an OFD lock: they never meet.
+    flocking = Rendezvous()
+    monkeypatch.setattr(flocking, "lock", lambda fd: fcntl.flock(fd, fcntl.LOCK_EX))
+    monkeypatch.setattr(flocking, "unlock", lambda fd: fcntl.flock(fd, fcntl.LOCK_UN))
+    problems = two_writers_problems(tmp_path / "log", flocking)
+    assert any("two appends acknowledged with one index" in problem for problem in problems), problems
+
+
+def test_w33_posix_record_locks_of_one_process_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A platform without OFD locks, where the writer takes POSIX record locks (as W-32 allows there).
+
+    The mutant is the reference's own fallback: it opens LOCK once per
+    writer, not once per process, and each writer has its own mutex, so two
+    writers of one process do not exclude each other (W-33 is broken in the
+    reference's fallback; reported). The check catches it.
+    """
+    for name in ("_OFD_SETLKW", "_OFD_SETLK", "_OFD_GETLK"):
+        monkeypatch.setattr(fs_module, name, None)
+    problems = two_writers_problems(tmp_path / "log", Rendezvous())
+    assert any("two appends acknowledged with one index" in problem for problem in problems), problems
+
+
+def test_w36_compression_file_not_held_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate(monkeypatch, maintenance, "_compress_one", ("fs.hold(out)", "pass"))
+    failure_of(maintenance_tests.test_a_writer_opening_the_log_leaves_a_compression_in_progress_alone, tmp_path / "log", monkeypatch)
+
+
+def test_w37_clean_up_before_the_refusal_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The open cleans up first and checks committed data afterwards: a refusal comes after a change.
+    mutate(
+        monkeypatch,
+        Writer,
+        "_open",
+        ("plan = plan_open(self._fs, self.directory, verify=verify)", "plan = plan_open(self._fs, self.directory, verify=False)"),
+        ("self.recovery += plan.actions()", "plan_open(self._fs, self.directory, verify=verify)\n    self.recovery += plan.actions()"),
+    )
+    failure_of(maintenance_tests.test_a_refusal_changes_no_file, tmp_path / "log")
+
+
+def test_w38_replaced_lock_unnoticed_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate(monkeypatch, Writer, "_take_lock", ("if self._fs.names(self._lock_path, self._lock_identity):", "if True:"))
+    failure_of(maintenance_tests.test_a_deleted_lock_does_not_let_two_writers_commit_at_once, tmp_path / "log")
