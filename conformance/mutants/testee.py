@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ["OPENBINLOG_PURE_PYTHON"] = "1"  # before openbinlog is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from decisions import MUTANTS
+from requirements import ALL_MUTANTS as MUTANTS
 
 from openbinlog_conformance import serve
 

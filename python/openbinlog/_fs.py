@@ -11,6 +11,8 @@ import errno
 import fcntl
 import os
 import struct
+import threading
+from dataclasses import dataclass
 from typing import Protocol
 
 _OFD_SETLKW = getattr(fcntl, "F_OFD_SETLKW", None)
@@ -38,12 +40,41 @@ class FileSystem(Protocol):
     def mkdir(self, path: str) -> None: ...
     def listdir(self, path: str) -> list[str]: ...
     def exists(self, path: str) -> bool: ...
+    def open_lock(self, path: str) -> int: ...
+    def close_lock(self, fd: int) -> None: ...
     def lock(self, fd: int) -> None: ...
     def unlock(self, fd: int) -> None: ...
     def hold(self, fd: int) -> None: ...
     def held(self, path: str) -> bool: ...
     def identity(self, fd: int) -> tuple[int, int]: ...
     def names(self, path: str, identity: tuple[int, int]) -> bool: ...
+
+
+@dataclass
+class _ProcessLock:
+    """W-33: with POSIX record locks, one descriptor of a LOCK file per process, shared by its writers.
+
+    A POSIX record lock belongs to the process, and closing any descriptor of
+    the file drops it: so the descriptor is opened once and closed when its
+    last writer closes, and a mutex makes the process's writers take turns,
+    which the kernel does not do for locks of one process.
+    """
+
+    fd: int
+    users: int
+    mutex: threading.Lock
+
+
+_PROCESS_LOCKS: dict[tuple[int, int], _ProcessLock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+# Temporary files this process holds, on systems without OFD locks: another process sees them by F_GETLK,
+# this one by this set (a POSIX lock does not conflict with its own process's).
+_HELD_HERE: set[tuple[int, int]] = set()
+
+
+def _process_lock(fd: int) -> _ProcessLock:
+    with _PROCESS_LOCKS_GUARD:
+        return next(entry for entry in _PROCESS_LOCKS.values() if entry.fd == fd)
 
 
 def sync_directory(path: str) -> None:
@@ -138,20 +169,58 @@ class OsFileSystem:
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 
+    def open_lock(self, path: str) -> int:
+        """A descriptor of the lock file ``path``, created if missing: the writer's own with OFD locks, else the
+        one its process shares (W-33)."""
+        if _OFD_SETLKW is not None:
+            return self.open_write(path, create=True)
+        with _PROCESS_LOCKS_GUARD:
+            # Found by name first: opening and closing a second descriptor would drop the process's lock.
+            try:
+                named = os.stat(path)
+                entry = _PROCESS_LOCKS.get((named.st_dev, named.st_ino))
+            except FileNotFoundError:
+                entry = None
+            if entry is None:
+                fd = self.open_write(path, create=True)
+                entry = _PROCESS_LOCKS.setdefault(self.identity(fd), _ProcessLock(fd, 0, threading.Lock()))
+            entry.users += 1
+            return entry.fd
+
+    def close_lock(self, fd: int) -> None:
+        if _OFD_SETLKW is not None:
+            self.close(fd)
+            return
+        with _PROCESS_LOCKS_GUARD:
+            key, entry = next((key, entry) for key, entry in _PROCESS_LOCKS.items() if entry.fd == fd)
+            entry.users -= 1
+            if entry.users == 0:
+                del _PROCESS_LOCKS[key]
+                self.close(fd)
+
     def lock(self, fd: int) -> None:
         # An open-file-description lock: held by this descriptor alone, so
         # closing another descriptor of LOCK does not drop it (the classic
         # POSIX pitfall), and two Writers in one process exclude each other.
         if _OFD_SETLKW is not None:
             fcntl.fcntl(fd, _OFD_SETLKW, _LOCK_WHOLE)
-        else:  # pragma: no cover - platforms without OFD locks
+            return
+        entry = _process_lock(fd)  # a POSIX record lock: the process's writers take turns first
+        entry.mutex.acquire()
+        try:
             fcntl.lockf(fd, fcntl.LOCK_EX)
+        except BaseException:
+            entry.mutex.release()
+            raise
 
     def unlock(self, fd: int) -> None:
         if _OFD_SETLKW is not None:
             fcntl.fcntl(fd, _OFD_SETLKW, _UNLOCK_WHOLE)
-        else:  # pragma: no cover
+            return
+        try:
             fcntl.lockf(fd, fcntl.LOCK_UN)
+        finally:
+            _process_lock(fd).mutex.release()
 
     def hold(self, fd: int) -> None:
         """Mark a temporary file as in use for as long as ``fd`` stays open (spec 7.4): clean-up keeps it.
@@ -160,17 +229,20 @@ class OsFileSystem:
         """
         if _OFD_SETLK is not None:
             fcntl.fcntl(fd, _OFD_SETLK, _LOCK_WHOLE)
+        else:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _HELD_HERE.add(self.identity(fd))
 
     def held(self, path: str) -> bool:
         """Whether some open file description holds a lock on ``path`` (a live writer's or compressor's file)."""
-        if _OFD_GETLK is None:  # pragma: no cover - without OFD locks temporary files are never held
-            return False
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             return False
         try:
-            answer = fcntl.fcntl(fd, _OFD_GETLK, _LOCK_WHOLE)
+            if _OFD_GETLK is None and self.identity(fd) in _HELD_HERE:
+                return True
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK if _OFD_GETLK is None else _OFD_GETLK, _LOCK_WHOLE)
         finally:
             os.close(fd)
         return bool(_FLOCK.unpack(answer)[0] != fcntl.F_UNLCK)

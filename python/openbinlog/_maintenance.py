@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
@@ -109,13 +110,14 @@ def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed
         raise BinlogIOError(f"cannot open segment {log}: {exc.strerror}", path=plain, log=log) from exc
     temp = os.path.join(path, f".{segment_name(log)}.{codec}.{secrets.token_hex(8)}.tmp")
     fs = OsFileSystem()
-    out = -1
+    out, out_named = -1, False
     try:
         if not _sealed_v2(path, log):
             return None
         _check_records(path, log)  # archive only what checks out
         with writer.exclusive():  # spec 2.6 step 1: created, and held, under the lock
             out = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o644)
+            out_named = True
             fs.hold(out)
         original_bytes = os.fstat(source).st_size
         _compress_into(source, out, codec)
@@ -128,6 +130,7 @@ def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed
             if not os.path.exists(target):
                 os.link(temp, target)
             os.unlink(temp)
+            out_named = False
             sync_directory(path)
             os.unlink(plain)
             sync_directory(path)
@@ -138,11 +141,14 @@ def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed
     except OSError as exc:
         raise BinlogIOError(f"compression of segment {log} failed: {exc}", path=plain, log=log) from exc
     finally:
-        os.close(source)
-        if out >= 0:
-            os.close(out)
-        if os.path.exists(temp):
-            os.unlink(temp)
+        try:
+            if out_named:  # spec 2.6 step 3: the temporary name goes under the lock, while its file is still held
+                with writer.exclusive(), contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp)
+        finally:
+            os.close(source)
+            if out >= 0:
+                os.close(out)
     return Compressed(log, target, original_bytes, os.path.getsize(target))
 
 

@@ -602,14 +602,14 @@ class Writer:
             if self._fs.names(self._lock_path, self._lock_identity):
                 return
             self._fs.unlock(self._lock_fd)
-            self._fs.close(self._lock_fd)
+            self._fs.close_lock(self._lock_fd)
             self._lock_fd = -1
             self._open_lock()
         raise BinlogIOError("LOCK keeps being removed or replaced: no lock can be relied on", path=self._lock_path)
 
     def _open_lock(self) -> None:
         # Its identity is taken once per open: checking the name then costs one stat per commit.
-        self._lock_fd = self._fs.open_write(self._lock_path, create=True)
+        self._lock_fd = self._fs.open_lock(self._lock_path)
         self._lock_identity = self._fs.identity(self._lock_fd)
 
     def _release_files(self) -> None:
@@ -617,7 +617,7 @@ class Writer:
             self._fs.close(self._segment.fd)
             self._segment = None
         if getattr(self, "_lock_fd", -1) >= 0:
-            self._fs.close(self._lock_fd)
+            self._fs.close_lock(self._lock_fd)
             self._lock_fd = -1
 
     def _path(self, name: str) -> str:

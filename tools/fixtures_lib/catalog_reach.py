@@ -224,13 +224,13 @@ def _compressed(cat: Catalog) -> None:
         "not_a_gzip_stream",
         "00000001.dat.gz holds the plain segment's bytes, not a gzip stream: bad_header",
         {"00000001.dat": None, "00000001.dat.gz": plain},
-        reject([], error("bad_header", 1)),
+        reject([], error("bad_header", 1, 0)),
     )
     compressed(
         "gzip_cut_inside_header",
         "00000001.dat.gz cut after 40 bytes, inside the segment's header: bad_header",
         {"00000001.dat": None, "00000001.dat.gz": gz[:40]},
-        reject([], error("bad_header", 1)),
+        reject([], error("bad_header", 1, 0)),
     )
     # The bytes beyond a sealed segment's commit point are no part of it: a stream damaged only there
     # reads whole. Segment 1 with 4 KiB of zeros beyond its end (space preallocated and never used) is
