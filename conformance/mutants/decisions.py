@@ -1,21 +1,25 @@
-"""The judgement calls of the spec, each with a mutant of the reference that takes the other reading.
+"""What every mutant of the reference shares: the ``Mutant`` type, patching helpers and a registry.
 
 A judgement call is a place where a careful implementer could read the spec
 two ways with a different answer through the conformance protocol, or a
-SHOULD/MAY with an observable effect. For each, ``decision`` is the reading
-the spec takes (stated in the section named), ``other`` the reading the
-mutant takes, and ``pinned_by`` the cases that tell the two apart. The list
-in conformance/README.md is generated from here.
+SHOULD/MAY with an observable effect. Its mutant (decisions_reader.py,
+decisions_writer.py, decisions_legacy.py) takes the other reading;
+requirements.py breaks one writer requirement each. For each mutant,
+``decision`` is the reading the spec takes (stated in the section named),
+``other`` the reading the mutant takes, and ``pinned_by`` the cases that tell
+the two apart. The list in conformance/README.md is generated from them.
 """
 
 from __future__ import annotations
+import __future__
 
+import inspect
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from openbinlog import walk
 from openbinlog_conformance import serve
 from openbinlog_conformance.reference_testee import ReferenceTestee
 
@@ -53,43 +57,41 @@ class Mutant:
         return ReferenceTestee()
 
 
-# -- the mutations ---------------------------------------------------------------------------------------------------
+def resource(module: Any, qualname: str, *edits: tuple[str, str]) -> None:
+    """Recompile function ``qualname`` of ``module`` with textual edits (each must occur exactly once) and put the
+    mutant in its place: on its class, or everywhere the reference imported the function by name."""
+    parts = qualname.split(".")
+    owner = module
+    for part in parts[:-1]:
+        owner = getattr(owner, part)
+    function = owner.__dict__[parts[-1]] if isinstance(owner, type) else getattr(owner, parts[-1])
+    source = textwrap.dedent(inspect.getsource(function))
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise AssertionError(f"{qualname}: {old!r} found {source.count(old)} times")
+        source = source.replace(old, new)
+    namespace: dict[str, Any] = {}
+    flags = __future__.annotations.compiler_flag
+    code = compile(source, f"<mutant {qualname}>", "exec", flags=flags, dont_inherit=True)
+    exec(code, module.__dict__, namespace)  # the module's globals: names resolve as in the original
+    new = namespace[parts[-1]]
+    if isinstance(owner, type):
+        setattr(owner, parts[-1], new)
+    else:
+        replace(module, parts[-1], new)
 
 
-def _blank_by_header_only() -> None:
-    def is_blank(source: walk.Source) -> bool:
-        head = source.read_at(0, walk.HEADER_SIZE)
-        return head.count(0) == len(head)
+class Registry:
+    """The mutants of one module, in the order their patches are defined (``@registry.mutant(...)``)."""
 
-    replace(walk, "is_blank", is_blank)
+    def __init__(self) -> None:
+        self.mutants: list[Mutant] = []
 
+    def mutant(
+        self, name: str, section: str, decision: str, other: str, pinned_by: tuple[str, ...] = ()
+    ) -> Callable[[Callable[[], None]], Callable[[], None]]:
+        def register(patch: Callable[[], None]) -> Callable[[], None]:
+            self.mutants.append(Mutant(name, section, decision, other, pinned_by, patch))
+            return patch
 
-def _split_start_searched() -> None:
-    def find_boundary(source: walk.Source, start: int, bound: int, *, low: int, high: int) -> tuple[int, int] | None:
-        for found, index, length in walk._candidates(source, max(start, walk.HEADER_SIZE), bound, low, high):
-            following = found + 4 + length
-            if following == bound or walk._continues(source, following, bound, index + 1):
-                return found, index
-        return None
-
-    replace(walk, "find_boundary", find_boundary)
-
-
-MUTANTS: tuple[Mutant, ...] = (
-    Mutant(
-        "blank_by_header_only",
-        "3.5",
-        "a segment is blank only when the whole file is at most 256 bytes, all zero",
-        "a segment whose first 256 bytes are zero is blank, whatever follows",
-        ("must.reader.header.zero_header_last_segment", "must.writer.recover.refuse_zero_header_last_segment"),
-        _blank_by_header_only,
-    ),
-    Mutant(
-        "split_start_searched",
-        "10.5",
-        "offset 256 is a record boundary by definition: a split starting at or below it starts there",
-        "a split starting at 256 searches for a boundary like any other, skipping a damaged first record",
-        ("must.reader.split.first_record_damaged_from_256", "must.reader.split.first_record_damaged_from_0"),
-        _split_start_searched,
-    ),
-)
+        return register

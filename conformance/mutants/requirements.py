@@ -24,7 +24,6 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from decisions import MUTANTS as DECISION_MUTANTS
 from decisions import Mutant, replace
 
 from openbinlog import _records, _recovery, _segment, _writer, errors
@@ -339,4 +338,3 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 # What the mutants' testee serves: the decision mutants, then the requirement mutants.
-ALL_MUTANTS: tuple[Mutant, ...] = DECISION_MUTANTS + MUTANTS

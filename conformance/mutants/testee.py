@@ -19,9 +19,14 @@ from pathlib import Path
 os.environ["OPENBINLOG_PURE_PYTHON"] = "1"  # before openbinlog is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from requirements import ALL_MUTANTS as MUTANTS
+import decisions_legacy
+import decisions_reader
+import decisions_writer
+import requirements
 
 from openbinlog_conformance import serve
+
+MUTANTS = decisions_reader.MUTANTS + decisions_writer.MUTANTS + decisions_legacy.MUTANTS + requirements.MUTANTS
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,9 @@ from . import (
     catalog_crash,
     catalog_damage,
     catalog_decisions,
+    catalog_decisions_legacy,
+    catalog_decisions_reader,
+    catalog_decisions_writer,
     catalog_legacy,
     catalog_reach,
     catalog_split,
@@ -29,6 +32,9 @@ def build_catalog() -> Catalog:
         catalog_writer,
         catalog_reach,
         catalog_decisions,
+        catalog_decisions_reader,
+        catalog_decisions_writer,
+        catalog_decisions_legacy,
     ):
         module.add(cat)
     return cat

@@ -1,0 +1,300 @@
+"""Decision mutants of writer recovery and preallocation (spec protocols.md): what recover decides and changes.
+
+Each takes the other plausible reading of one judgement call; the cases in ``pinned_by`` tell it apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+from decisions import Registry, replace, resource
+
+from openbinlog import _recovery, _segment, _verify, _writer, walk
+from openbinlog._records import RecordDecoder
+from openbinlog.errors import BadHeaderError, BinlogError, BinlogIOError
+
+_orig_at_commit = walk.SegmentWalk._at_commit
+_orig_start_at = walk.LogWalk.start_at
+
+_registry = Registry()
+mutant = _registry.mutant
+
+
+@mutant(
+    "temp_names_any_case",
+    "7.4",
+    "only lower-case hex temp names are temporary files (deleted by recover)",
+    "temp names matched case-insensitively",
+)
+def _temp_names_any_case() -> None:
+    pat = [
+        re.compile(r"\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp", re.I),
+        re.compile(r"\.[0-9]{8}\.dat\.(?:gz|zst)\.[0-9a-f]+\.tmp", re.I),
+    ]
+    replace(_recovery, "is_temp_name", lambda name: any(p.fullmatch(name) for p in pat))
+
+
+@mutant(
+    "recover_refuses_r39",
+    "7.5 W-26 / R-39",
+    "recover does not check R-39 (W-26 = steps 1-8 only)",
+    "recover refuses with bad_header when the last segment's records disagree with the slot",
+)
+def _recover_refuses_r39() -> None:
+    def _check_committed(source, header, commit):
+        decoder = RecordDecoder(
+            log=header.log, offset=walk.HEADER_SIZE, next_index=header.base_index, limit=commit.commit_offset
+        )
+        fed = walk.HEADER_SIZE
+        while True:
+            entries, fed = walk.next_entries(decoder, source, fed=fed, end=commit.commit_offset)
+            if not entries:
+                break
+        if decoder.next_index != commit.next_index:
+            raise BadHeaderError(
+                "R-39", log=header.log, offset=walk.SLOT_OFFSETS[commit.generation % 2], index=decoder.next_index
+            )
+
+    _recovery._check_committed = _check_committed
+
+
+@mutant(
+    "recovery_tail_asqn_minus_one",
+    "7.2 step 2",
+    "recovery's tail walk starts with the slot's last_asqn",
+    "it starts with A = -1",
+)
+def _recovery_tail_asqn_minus_one() -> None:
+    orig = _recovery.tail_walk
+
+    def tail_walk(source, *, log, commit, stop_before_index=None):
+        return orig(
+            source, log=log, commit=dataclasses.replace(commit, last_asqn=-1), stop_before_index=stop_before_index
+        )
+
+    _recovery.tail_walk = tail_walk
+
+
+@mutant(
+    "recover_creates_segment_1",
+    "2.4 / conformance 3.7",
+    "recover on a directory without segments creates nothing",
+    "recover creates segment 1 as a writer's open does",
+)
+def _recover_creates_segment_1() -> None:
+    _verify._RecoveringWriter._creates_log = True
+
+
+@mutant(
+    "recover_cleans_before_refusing",
+    "7.4 W-37",
+    "refusals decided before temp files / blanks are deleted",
+    "temp files and blank last segments deleted first, then the refusal",
+)
+def _recover_cleans_before_refusing() -> None:
+    orig = _recovery.plan_open
+
+    def plan_open(fs, directory, *, verify):
+        for name in fs.listdir(directory):
+            path = os.path.join(directory, name)
+            if _recovery.is_temp_name(name) and not fs.held(path):
+                fs.unlink(path)
+        logs = sorted(int(n[:8]) for n in fs.listdir(directory) if re.fullmatch(r"[0-9]{8}\.dat", n))
+        while logs:
+            path = os.path.join(directory, f"{logs[-1]:08d}.dat")
+            with _recovery._opened(fs, path) as source:
+                if not walk.is_blank(source):
+                    break
+            fs.unlink(path)
+            logs.pop()
+        return orig(fs, directory, verify=verify)
+
+    replace(_recovery, "plan_open", plan_open)
+
+
+@mutant(
+    "recover_ignores_predecessor_header",
+    "8.5 / W-37",
+    "a damaged header of the last segment's predecessor refuses recovery",
+    "a predecessor whose header fails is left alone (no seal), recovery goes on",
+)
+def _recover_ignores_predecessor_header() -> None:
+    orig = _recovery._plan_seal
+
+    def _plan_seal(fs, directory, log, successor):
+        try:
+            return orig(fs, directory, log, successor)
+        except BinlogIOError:
+            raise
+        except BinlogError:
+            return None
+
+    _recovery._plan_seal = _plan_seal
+
+
+@mutant(
+    "recover_validates_whole_log",
+    "7.5 W-26",
+    "recover validates the last segment only",
+    "recover refuses on any damage a strict read of the whole log reports",
+)
+def _recover_validates_whole_log() -> None:
+    orig = _recovery.plan_open
+    from openbinlog._reader import Reader
+
+    def plan_open(fs, directory, *, verify):
+        if verify and any(re.fullmatch(r"[0-9]{8}\.dat", n) for n in os.listdir(directory)):
+            with Reader(directory) as reader:
+                for _entry in reader:
+                    pass
+        return orig(fs, directory, verify=verify)
+
+    replace(_recovery, "plan_open", plan_open)
+
+
+@mutant(
+    "recover_w26_asqn_from_predecessor",
+    "7.5 W-26",
+    "W-26 validates the last segment with A = -1",
+    "with A = the predecessor's last asqn (as a read of the log would)",
+)
+def _recover_w26_asqn_from_predecessor() -> None:
+    state = {"asqn": -1}
+    orig_last = _recovery._plan_last
+
+    def _plan_last(fs, directory, log, *, verify):
+        state["asqn"] = -1
+        prev = os.path.join(directory, f"{log - 1:08d}.dat")
+        if os.path.exists(prev):
+            try:
+                h = _segment.parse_header(open(prev, "rb").read(256), log=log - 1)
+                state["asqn"] = getattr(getattr(h, "commit", None), "last_asqn", -1)
+            except BinlogError:
+                pass
+        return orig_last(fs, directory, log, verify=verify)
+
+    def _check_committed(source, header, commit):
+        decoder = RecordDecoder(
+            log=header.log,
+            offset=256,
+            next_index=header.base_index,
+            last_asqn=state["asqn"],
+            limit=commit.commit_offset,
+        )
+        fed = 256
+        while True:
+            entries, fed = walk.next_entries(decoder, source, fed=fed, end=commit.commit_offset)
+            if not entries:
+                return
+
+    _recovery._plan_last = _plan_last
+    _recovery._check_committed = _check_committed
+
+
+@mutant(
+    "recover_seals_despite_gap",
+    "8.5 W-30",
+    "a predecessor whose end index != successor base is left untouched",
+    "it is sealed anyway",
+)
+def _recover_seals_despite_gap() -> None:
+    resource(_recovery, "_plan_seal", ("if tail.scan.next_index != successor.base_index:", "if False:"))
+
+
+@mutant(
+    "recover_no_successor_for_sealed",
+    "8.3 W-29 / conformance 3.7",
+    "recover creates the missing successor (MAY)",
+    "recover leaves a sealed last segment without successor",
+)
+def _recover_no_successor_for_sealed() -> None:
+    _recovery.LastSegment.create_successor = property(lambda self: False)
+    resource(_writer, "Writer._prepare", ("    if commit.closed:", "    if commit.closed and self._creates_log:"))
+
+
+@mutant(
+    "recover_no_truncate_zero_tail",
+    "7.1/7.2",
+    "a non-preallocated segment longer than C is truncated (zeros too)",
+    "a tail of zeros is left",
+)
+def _recover_no_truncate_zero_tail() -> None:
+    resource(
+        _recovery,
+        "plan_tail",
+        (
+            '        if not header.preallocated:\n            clear = "truncate_tail"',
+            '        if not header.preallocated:\n            clear = None if all_zero(source, scan.end) else "truncate_tail"',
+        ),
+    )
+
+
+@mutant(
+    "preallocated_eager_cutover",
+    "8.1 / 6.5",
+    "a preallocated segment is cut over when the next record does not fit",
+    "cut over as soon as fewer than 40 bytes remain",
+)
+def _preallocated_eager_cutover() -> None:
+    resource(
+        _writer,
+        "Writer._commit_some",
+        (
+            "full = bool(rest) or (",
+            "full = bool(rest) or (capacity is not None and capacity - commit.commit_offset < 40) or (",
+        ),
+    )
+
+
+@mutant(
+    "preallocated_cutover_then_refuse",
+    "W-10",
+    "a record too large for an empty preallocated segment is refused before any cutover",
+    "cut over first, refuse in the new empty segment",
+)
+def _preallocated_cutover_then_refuse() -> None:
+    resource(_writer, "Writer._commit_some", ("if HEADER_SIZE + len(record) > capacity:", "if offset == HEADER_SIZE:"))
+
+
+@mutant(
+    "recover_deletes_one_blank",
+    "7.4 step 2",
+    "recovery deletes blank last segments while the highest is blank",
+    "recovery deletes only the highest blank segment",
+)
+def _recover_deletes_one_blank() -> None:
+    resource(
+        _recovery,
+        "plan_open",
+        ("        plan.blanks.append(logs.pop())", "        plan.blanks.append(logs.pop())\n        break"),
+    )
+
+
+@mutant(
+    "recover_preallocated_truncated",
+    "7.2 step 3",
+    "a preallocated segment's tail is zeroed (size kept)",
+    "it is truncated like any other",
+)
+def _recover_preallocated_truncated() -> None:
+    resource(
+        _recovery,
+        "plan_tail",
+        ("        if not header.preallocated:\n            clear", "        if True:\n            clear"),
+    )
+
+
+@mutant(
+    "compression_temp_not_cleaned",
+    "7.4 step 1",
+    "recovery deletes unheld .NNNNNNNN.dat.(gz|zst).<hex>.tmp files",
+    "only cutover temp names are deleted",
+)
+def _compression_temp_not_cleaned() -> None:
+    pat = re.compile(r"\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp")
+    replace(_recovery, "is_temp_name", lambda name: pat.fullmatch(name) is not None)
+
+
+MUTANTS = tuple(_registry.mutants)
