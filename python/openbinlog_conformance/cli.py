@@ -137,9 +137,16 @@ def list_cases(
 @click.option("--testee", "testee_path", type=click.Path(exists=True, dir_okay=False), help="The mutants' testee.")
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per request.")
 @click.option("--manifest", "manifest_path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--jobs", type=click.IntRange(min=1), help="Mutants run at a time (default: one per processor).")
 @click.option("-v", "--verbose", is_flag=True, help="List every case that catches each mutant.")
 def mutants_command(
-    names: tuple[str, ...], testee_path: str | None, timeout: float, manifest_path: str | None, verbose: bool
+    *,
+    names: tuple[str, ...],
+    testee_path: str | None,
+    timeout: float,
+    manifest_path: str | None,
+    jobs: int | None,
+    verbose: bool,
 ) -> None:
     """Run the suite against each decision mutant (conformance/mutants/) and print the mutation score.
 
@@ -167,7 +174,7 @@ def mutants_command(
         if result.unpinned:
             click.echo(f"         passes the cases said to pin it: {', '.join(result.unpinned)}")
 
-    results = run_mutants(testee, chosen, manifest=manifest, timeout=timeout, progress=show)
+    results = run_mutants(testee, chosen, manifest=manifest, timeout=timeout, jobs=jobs, progress=show)
     click.echo(score(results))
     sys.exit(0 if all(result.caught for result in results) else 1)
 
