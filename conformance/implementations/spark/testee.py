@@ -105,7 +105,7 @@ class SparkTestee:
             "version": f"openbinlog {openbinlog.__version__}, Spark {spark.version}",
             "spec_version": SPEC_VERSION,
             "roles": ["reader"],
-            "capabilities": ["legacy_v1", "tolerant"],
+            "capabilities": ["legacy_v1", "tolerant", "compressed"],
             # The end of a finished, unsealed segment is found by the tail walk of spec 8.4.
             "choices": {"finished_segment_end": "tail_walk"},
         }
