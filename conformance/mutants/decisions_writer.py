@@ -12,11 +12,8 @@ import re
 from decisions import Registry, replace, resource
 
 from openbinlog import _recovery, _segment, _verify, _writer, walk
-from openbinlog._records import RecordDecoder
-from openbinlog.errors import BadHeaderError, BinlogError, BinlogIOError
-
-_orig_at_commit = walk.SegmentWalk._at_commit
-_orig_start_at = walk.LogWalk.start_at
+from openbinlog._reader import Reader
+from openbinlog.errors import BinlogError, BinlogIOError
 
 _registry = Registry()
 mutant = _registry.mutant
@@ -27,6 +24,7 @@ mutant = _registry.mutant
     "7.4",
     "only lower-case hex temp names are temporary files (deleted by recover)",
     "temp names matched case-insensitively",
+    pinned_by=("must.writer.recover.keep_upper_case_temp_name",),
 )
 def _temp_names_any_case() -> None:
     pat = [
@@ -37,27 +35,15 @@ def _temp_names_any_case() -> None:
 
 
 @mutant(
-    "recover_refuses_r39",
+    "recover_ignores_r39",
     "7.5 W-26 / R-39",
-    "recover does not check R-39 (W-26 = steps 1-8 only)",
-    "recover refuses with bad_header when the last segment's records disagree with the slot",
+    "W-26 includes the check of R-39: recover refuses with bad_header when the last segment's records end before"
+    " another index than its active slot's next_index",
+    "recover checks the records only (format 4.3.1 steps 1-8), not the slot's next_index",
+    pinned_by=("must.writer.recover.refuse_next_index_disagrees",),
 )
-def _recover_refuses_r39() -> None:
-    def _check_committed(source, header, commit):
-        decoder = RecordDecoder(
-            log=header.log, offset=walk.HEADER_SIZE, next_index=header.base_index, limit=commit.commit_offset
-        )
-        fed = walk.HEADER_SIZE
-        while True:
-            entries, fed = walk.next_entries(decoder, source, fed=fed, end=commit.commit_offset)
-            if not entries:
-                break
-        if decoder.next_index != commit.next_index:
-            raise BadHeaderError(
-                "R-39", log=header.log, offset=walk.SLOT_OFFSETS[commit.generation % 2], index=decoder.next_index
-            )
-
-    _recovery._check_committed = _check_committed
+def _recover_ignores_r39() -> None:
+    resource(_recovery, "_check_committed", ("    if decoder.next_index != commit.next_index:", "    if False:"))
 
 
 @mutant(
@@ -65,6 +51,7 @@ def _recover_refuses_r39() -> None:
     "7.2 step 2",
     "recovery's tail walk starts with the slot's last_asqn",
     "it starts with A = -1",
+    pinned_by=("must.writer.recover.tail_walk_asqn_from_slot",),
 )
 def _recovery_tail_asqn_minus_one() -> None:
     orig = _recovery.tail_walk
@@ -79,9 +66,13 @@ def _recovery_tail_asqn_minus_one() -> None:
 
 @mutant(
     "recover_creates_segment_1",
-    "2.4 / conformance 3.7",
-    "recover on a directory without segments creates nothing",
-    "recover creates segment 1 as a writer's open does",
+    "2.4",
+    "recovery without an append creates no segment: a directory left without segments stays so",
+    "recover creates segment 1 as a writer's open before its first append does",
+    pinned_by=(
+        "must.writer.recover.no_segments_creates_nothing",
+        "must.writer.recover.blank_only_segment_leaves_no_segment",
+    ),
 )
 def _recover_creates_segment_1() -> None:
     _verify._RecoveringWriter._creates_log = True
@@ -92,6 +83,10 @@ def _recover_creates_segment_1() -> None:
     "7.4 W-37",
     "refusals decided before temp files / blanks are deleted",
     "temp files and blank last segments deleted first, then the refusal",
+    pinned_by=(
+        "must.writer.recover.refuse_before_removing_temp_file",
+        "must.writer.recover.refuse_before_removing_blank_segment",
+    ),
 )
 def _recover_cleans_before_refusing() -> None:
     orig = _recovery.plan_open
@@ -119,6 +114,7 @@ def _recover_cleans_before_refusing() -> None:
     "8.5 / W-37",
     "a damaged header of the last segment's predecessor refuses recovery",
     "a predecessor whose header fails is left alone (no seal), recovery goes on",
+    pinned_by=("must.writer.recover.refuse_damaged_predecessor_header",),
 )
 def _recover_ignores_predecessor_header() -> None:
     orig = _recovery._plan_seal
@@ -139,10 +135,10 @@ def _recover_ignores_predecessor_header() -> None:
     "7.5 W-26",
     "recover validates the last segment only",
     "recover refuses on any damage a strict read of the whole log reports",
+    pinned_by=("must.writer.recover.remove_two_blank_last_segments",),
 )
 def _recover_validates_whole_log() -> None:
     orig = _recovery.plan_open
-    from openbinlog._reader import Reader
 
     def plan_open(fs, directory, *, verify):
         if verify and any(re.fullmatch(r"[0-9]{8}\.dat", n) for n in os.listdir(directory)):
@@ -157,8 +153,9 @@ def _recover_validates_whole_log() -> None:
 @mutant(
     "recover_w26_asqn_from_predecessor",
     "7.5 W-26",
-    "W-26 validates the last segment with A = -1",
-    "with A = the predecessor's last asqn (as a read of the log would)",
+    "W-26 validates the last segment on its own, with previous asqn -1",
+    "with the previous asqn of the predecessor's active slot (as a read of the log carries an asqn across)",
+    pinned_by=("must.writer.recover.last_segment_validated_on_its_own",),
 )
 def _recover_w26_asqn_from_predecessor() -> None:
     state = {"asqn": -1}
@@ -166,31 +163,25 @@ def _recover_w26_asqn_from_predecessor() -> None:
 
     def _plan_last(fs, directory, log, *, verify):
         state["asqn"] = -1
-        prev = os.path.join(directory, f"{log - 1:08d}.dat")
-        if os.path.exists(prev):
+        previous = os.path.join(directory, f"{log - 1:08d}.dat")
+        if os.path.exists(previous):
+            with open(previous, "rb") as handle:
+                data = handle.read(256)
             try:
-                h = _segment.parse_header(open(prev, "rb").read(256), log=log - 1)
-                state["asqn"] = getattr(getattr(h, "commit", None), "last_asqn", -1)
+                header = _segment.parse_header(data, log=log - 1)
             except BinlogError:
-                pass
+                header = None
+            if isinstance(header, _segment.SegmentHeaderInfo):
+                state["asqn"] = header.commit.last_asqn
         return orig_last(fs, directory, log, verify=verify)
 
-    def _check_committed(source, header, commit):
-        decoder = RecordDecoder(
-            log=header.log,
-            offset=256,
-            next_index=header.base_index,
-            last_asqn=state["asqn"],
-            limit=commit.commit_offset,
-        )
-        fed = 256
-        while True:
-            entries, fed = walk.next_entries(decoder, source, fed=fed, end=commit.commit_offset)
-            if not entries:
-                return
-
+    _recovery._w26_start_asqn = lambda: state["asqn"]
     _recovery._plan_last = _plan_last
-    _recovery._check_committed = _check_committed
+    resource(
+        _recovery,
+        "_check_committed",
+        ("next_index=header.base_index, limit", "next_index=header.base_index, last_asqn=_w26_start_asqn(), limit"),
+    )
 
 
 @mutant(
@@ -198,6 +189,7 @@ def _recover_w26_asqn_from_predecessor() -> None:
     "8.5 W-30",
     "a predecessor whose end index != successor base is left untouched",
     "it is sealed anyway",
+    pinned_by=("must.writer.recover.leave_predecessor_before_gap",),
 )
 def _recover_seals_despite_gap() -> None:
     resource(_recovery, "_plan_seal", ("if tail.scan.next_index != successor.base_index:", "if False:"))
@@ -205,9 +197,10 @@ def _recover_seals_despite_gap() -> None:
 
 @mutant(
     "recover_no_successor_for_sealed",
-    "8.3 W-29 / conformance 3.7",
-    "recover creates the missing successor (MAY)",
-    "recover leaves a sealed last segment without successor",
+    "8.3 W-29",
+    "a writer's open, recovery included, creates the missing successor of a sealed last segment",
+    "recover leaves a sealed last segment without successor (only an append creates it)",
+    pinned_by=("must.writer.recover.sealed_last_segment_gets_successor",),
 )
 def _recover_no_successor_for_sealed() -> None:
     _recovery.LastSegment.create_successor = property(lambda self: False)
@@ -219,6 +212,7 @@ def _recover_no_successor_for_sealed() -> None:
     "7.1/7.2",
     "a non-preallocated segment longer than C is truncated (zeros too)",
     "a tail of zeros is left",
+    pinned_by=("must.writer.recover.truncate_zero_filled_tail", "must.writer.recover.torn_length_zero_bytes"),
 )
 def _recover_no_truncate_zero_tail() -> None:
     resource(
@@ -226,7 +220,8 @@ def _recover_no_truncate_zero_tail() -> None:
         "plan_tail",
         (
             '        if not header.preallocated:\n            clear = "truncate_tail"',
-            '        if not header.preallocated:\n            clear = None if all_zero(source, scan.end) else "truncate_tail"',
+            "        if not header.preallocated:\n"
+            '            clear = None if all_zero(source, scan.end) else "truncate_tail"',
         ),
     )
 
@@ -236,6 +231,7 @@ def _recover_no_truncate_zero_tail() -> None:
     "8.1 / 6.5",
     "a preallocated segment is cut over when the next record does not fit",
     "cut over as soon as fewer than 40 bytes remain",
+    pinned_by=("may.writer.write.preallocated_exact_fill",),
 )
 def _preallocated_eager_cutover() -> None:
     resource(
@@ -253,6 +249,7 @@ def _preallocated_eager_cutover() -> None:
     "W-10",
     "a record too large for an empty preallocated segment is refused before any cutover",
     "cut over first, refuse in the new empty segment",
+    pinned_by=("may.writer.write.preallocated_refuse_record_too_large",),
 )
 def _preallocated_cutover_then_refuse() -> None:
     resource(_writer, "Writer._commit_some", ("if HEADER_SIZE + len(record) > capacity:", "if offset == HEADER_SIZE:"))
@@ -263,6 +260,7 @@ def _preallocated_cutover_then_refuse() -> None:
     "7.4 step 2",
     "recovery deletes blank last segments while the highest is blank",
     "recovery deletes only the highest blank segment",
+    pinned_by=("must.writer.recover.remove_two_blank_last_segments",),
 )
 def _recover_deletes_one_blank() -> None:
     resource(
@@ -277,6 +275,7 @@ def _recover_deletes_one_blank() -> None:
     "7.2 step 3",
     "a preallocated segment's tail is zeroed (size kept)",
     "it is truncated like any other",
+    pinned_by=("must.writer.recover.zero_preallocated_tail", "must.writer.recover.clear_stale_records_behind_hole"),
 )
 def _recover_preallocated_truncated() -> None:
     resource(
@@ -291,10 +290,22 @@ def _recover_preallocated_truncated() -> None:
     "7.4 step 1",
     "recovery deletes unheld .NNNNNNNN.dat.(gz|zst).<hex>.tmp files",
     "only cutover temp names are deleted",
+    pinned_by=("must.writer.recover.remove_compression_temp_file",),
 )
 def _compression_temp_not_cleaned() -> None:
     pat = re.compile(r"\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp")
     replace(_recovery, "is_temp_name", lambda name: pat.fullmatch(name) is not None)
+
+
+@mutant(
+    "recover_skippable_tail_not_adopted",
+    "7.2 step 5 / W-21",
+    "recovery publishes X whenever X > C, also when the walked tail holds only skippable records",
+    "it publishes only when the tail holds a data record (the skippable records stay beyond C)",
+    pinned_by=("must.writer.recover.adopt_skippable_only_tail",),
+)
+def _recover_skippable_tail_not_adopted() -> None:
+    resource(_recovery, "plan_tail", ("    if scan.end > commit.commit_offset:", "    if scan.records:"))
 
 
 MUTANTS = tuple(_registry.mutants)

@@ -241,7 +241,7 @@ MUTANTS: tuple[Mutant, ...] = (
         _function(
             _recovery,
             "plan_tail",
-            ("if scan.records:\n        adopted = replace(", "if False:\n        adopted = replace("),
+            ("if scan.end > commit.commit_offset:", "if False:"),
         ),
     ),
     Mutant(
@@ -321,8 +321,8 @@ MUTANTS: tuple[Mutant, ...] = (
             Writer,
             "_open_lock",
             (
-                "self._lock_fd = self._fs.open_write(self._lock_path, create=True)",
-                "self._lock_fd = self._fs.open_write(self._lock_path, create=True)\n"
+                "self._lock_fd = self._fs.open_lock(self._lock_path)",
+                "self._lock_fd = self._fs.open_lock(self._lock_path)\n"
                 "    self._fs.pwrite(self._lock_fd, str(os.getpid()).encode(), 0)",
             ),
         ),

@@ -60,7 +60,7 @@ LEGACY_LENGTH_SIZE = 4
 LOCK_NAME = "LOCK"  # the writers' lock file (spec 9)
 # ASCII digits, anchored at both ends (R-1): \d would take fullwidth or Arabic-Indic digits for a log
 # number, and $ a name that ends in a newline for a segment. Exact with match() and fullmatch() alike.
-SEGMENT_NAME = re.compile(r"\A([0-9]{8})\.dat(\.gz|\.zst)?\Z")
+SEGMENT_NAME = re.compile(r"\A(?!0{8}\.)([0-9]{8})\.dat(\.gz|\.zst)?\Z")  # log number 0 is never used (spec 2.1)
 COMPRESSED_SUFFIXES = (".gz", ".zst")
 
 CommitSlot = Struct(

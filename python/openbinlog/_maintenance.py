@@ -81,8 +81,8 @@ def compress_segments(
         raise ValueError(f"codec must be one of {CODECS}")
     path = os.fspath(directory)
     require_log_directory(path)
-    logs = list_segments(path)
     if dry_run:
+        logs = _without_blank_top(path, list_segments(path))
         return [
             Compressed(log, os.path.join(path, segment_name(log)) + f".{codec}", os.path.getsize(plain), 0)
             for log, plain in ((log, os.path.join(path, segment_name(log))) for log in logs[:-1])
@@ -90,6 +90,8 @@ def compress_segments(
         ]
     done: list[Compressed] = []
     with Writer(path, verify_on_open=False) as writer:
+        with writer.exclusive():  # listed after the writer's clean-up: no blank last segment is left to count (2.6)
+            logs = list_segments(path)
         for log in logs[:-1]:
             result = _compress_one(writer, path, log, codec)
             if result is not None:
@@ -97,6 +99,22 @@ def compress_segments(
                 if progress is not None:
                     progress(1)
     return done
+
+
+def _without_blank_top(path: str, logs: list[int]) -> list[int]:
+    """``logs`` without the blank segments at the top: a blank last segment does not count (spec 1.4, 2.6)."""
+    logs = list(logs)
+    while logs:
+        plain = os.path.join(path, segment_name(logs[-1]))
+        try:
+            with open(plain, "rb") as handle:
+                head = handle.read(HEADER_SIZE + 1)
+        except FileNotFoundError:
+            break  # only a compressed copy: sealed, never blank
+        if len(head) > HEADER_SIZE or any(head):
+            break
+        logs.pop()
+    return logs
 
 
 def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed | None:

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from ._format import HEADER_SIZE, SEGMENT_NAME, segment_name
+from ._format import HEADER_SIZE, SEGMENT_NAME, SLOT_OFFSETS, segment_name
 from ._fs import FileSystem
 from ._records import RecordDecoder
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, parse_header
 from ._segment_file import SegmentFile
-from .errors import BinlogError, BinlogIOError, LegacyLogError
+from .errors import BadHeaderError, BinlogError, BinlogIOError, LegacyLogError
 from .walk import TailScan, all_zero, is_blank, next_entries, tail_walk
 
 # Left by a cutover (section 8.2) or a spare volume (6.5): stale unless a live writer holds it.
@@ -92,7 +92,7 @@ class TailPlan:
                     detail=self.scan.stop.reason,
                 )
             )
-        if self.scan.records:
+        if self.adopted is not None:
             found.append(
                 RecoveryAction(
                     "adopt_records",
@@ -123,7 +123,7 @@ def plan_tail(
         elif not all_zero(source, scan.end):  # zeros after the end are unwritten space, not a torn tail
             clear = "zero_tail"
     adopted = None
-    if scan.records:
+    if scan.end > commit.commit_offset:  # step 5: publish whenever X > C, skippable records included
         adopted = replace(
             commit,
             generation=commit.generation + 1,
@@ -225,7 +225,7 @@ def plan_open(fs: FileSystem, directory: str, *, verify: bool) -> OpenPlan:
         plan.last = _plan_last(fs, directory, logs[-1], verify=verify)
     else:
         plan.last = _plan_compressed_last(directory, logs[-1])
-    if len(logs) > 1:
+    if len(logs) > 1 and logs[-2] == logs[-1] - 1:  # a gap below the last segment: nothing to seal (8.5)
         plan.seal = _plan_seal(fs, directory, logs[-2], plan.last.header)
     return plan
 
@@ -260,7 +260,9 @@ def _writable(header: SegmentHeaderInfo | LegacyHeaderInfo, path: str) -> Segmen
 
 
 def _check_committed(source: FdSource, header: SegmentHeaderInfo, commit: CommitState) -> None:
-    """W-26: every committed record of the last segment checks out in committed mode."""
+    """W-26: every committed record of the last segment checks out in committed mode, from its base index with
+    previous asqn -1 (the segment on its own), and the walk ends at the commit point with the slot's next index
+    (R-39)."""
     decoder = RecordDecoder(
         log=header.log, offset=HEADER_SIZE, next_index=header.base_index, limit=commit.commit_offset
     )
@@ -268,7 +270,14 @@ def _check_committed(source: FdSource, header: SegmentHeaderInfo, commit: Commit
     while True:
         entries, fed = next_entries(decoder, source, fed=fed, end=commit.commit_offset)
         if not entries:
-            return
+            break
+    if decoder.next_index != commit.next_index:
+        raise BadHeaderError(
+            f"the records end before index {decoder.next_index}, the commit slot says {commit.next_index}",
+            log=header.log,
+            offset=SLOT_OFFSETS[commit.generation % 2],
+            index=decoder.next_index,
+        )
 
 
 def _plan_seal(fs: FileSystem, directory: str, log: int, successor: SegmentHeaderInfo) -> SealPlan | None:

@@ -10,7 +10,8 @@ from construct import ConstructError
 from ._format import RefBinary
 from .errors import InvalidRefError
 
-_TEXT = re.compile(r"^([0-9]{1,10}):([0-9]{1,20}):([0-9]{1,20})$")  # ASCII digits only
+_TEXT = re.compile(r"([0-9]{1,10}):([0-9]{1,20}):([0-9]{1,20})")  # whole text, ASCII digits only
+_WHITE_SPACE = " \t\r\n"  # the only white space around a text ref (spec 10.6)
 _U4 = 2**32
 _U8 = 2**64
 
@@ -37,7 +38,7 @@ class Ref:
 
     @classmethod
     def parse(cls, text: str) -> Ref:
-        match = _TEXT.match(text.strip())
+        match = _TEXT.fullmatch(text.strip(_WHITE_SPACE))
         if match is None:
             raise InvalidRefError(f"not a ref (expected LOG:OFFSET:INDEX): {text!r}")
         return cls(int(match[1]), int(match[2]), int(match[3]))

@@ -102,10 +102,10 @@ def parse_header(data: bytes, *, log: int | None = None) -> SegmentHeaderInfo | 
         raise BadHeaderError(f"header length field {fields.header_length}, expected 252", log=log, offset=0)
     if log is not None and fields.log_number != log:
         raise BadHeaderError(f"header names log {fields.log_number}, the file name says {log}", log=log, offset=16)
-    if fields.reserved_68 or any(fields.reserved_80) or any(fields.reserved_192):
-        raise BadHeaderError("reserved header bytes are not zero", log=log, offset=68)
     if fields.flags & ~KNOWN_HEADER_FLAGS:
         raise UnsupportedFeatureError(f"unknown header flags {fields.flags:#010x}", log=log, offset=64)
+    if fields.reserved_68 or any(fields.reserved_80) or any(fields.reserved_192):
+        raise BadHeaderError("reserved header bytes are not zero", log=log, offset=68)
     if bool(fields.flags & FLAG_PREALLOCATED) != (fields.capacity != 0):
         raise BadHeaderError("capacity must be set exactly when PREALLOCATED is", log=log, offset=72)
     commit = active_commit(data, base_index=fields.base_index, log=fields.log_number)

@@ -1234,6 +1234,7 @@ class LogWalk:
                 tolerant=self.tolerant,
                 damage=self.damage,
             )
+            self._walk.last_asqn = last_asqn  # A carries over a version 1 segment (R-19, NEXT step 5)
             return
         directory = self.directory
         self._walk = SegmentWalk(
@@ -1456,7 +1457,7 @@ class LogWalk:
             next_segment_source,
             next_header,
             next_index=_first_index(next_header, boundary.next_index),
-            last_asqn=walk.last_asqn if isinstance(walk, SegmentWalk) else NO_ASQN,
+            last_asqn=walk.last_asqn,
         )
         return True
 

@@ -36,6 +36,22 @@ def digest(directory: str, *, skip: tuple[str, ...] = ()) -> dict[str, str]:
     return result
 
 
+def foreign_file_problems(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """W-25: recovery deletes only temporary files and blank segments; every other file that is not a segment stays
+    byte for byte (``before`` and ``after`` are digests of the log directory)."""
+    kept = [
+        name
+        for name in before
+        if "/" not in name
+        and not SEGMENT_NAME.match(name)
+        and not is_temp_name(name)
+        and before[name] != after.get(name)
+    ]
+    return [
+        f"W-25: recovery changed or deleted {name}, which is neither a segment nor a temporary file" for name in kept
+    ]
+
+
 def _segments(directory: str) -> dict[int, Path]:
     return {
         int(match[1]): Path(directory, name) for name in os.listdir(directory) if (match := SEGMENT_NAME.match(name))

@@ -12,6 +12,8 @@ import os
 from typing import Any
 
 from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, verify
+from openbinlog._format import LEGACY_FIRST_RECORD_OFFSET
+from openbinlog._verify import SegmentReport
 
 from . import canonical
 
@@ -96,6 +98,8 @@ def torn_tail(directory: str) -> Json | None:
     if not segments:
         return None
     last = segments[-1]
+    if len(segments) > 1 and _legacy_leftover(segments[-2], last):
+        last = segments[-2]  # the log ends at the open version 1 segment below the leftover (legacy-v1 B.4)
     assert last.commit_offset is not None
     with open(last.path, "rb") as handle:
         if last.commit_offset >= os.fstat(handle.fileno()).st_size:
@@ -105,6 +109,18 @@ def torn_tail(directory: str) -> Json | None:
             if any(chunk):
                 return {"log": last.log, "offset": str(last.commit_offset)}
     return None
+
+
+def _legacy_leftover(below: SegmentReport, last: SegmentReport) -> bool:
+    """``last`` is the empty open version 1 leftover of a cutover that died above open version 1 ``below``."""
+    return (
+        below.version == 1
+        and last.version == 1
+        and below.state == "open"
+        and last.state == "open"
+        and last.log == below.log + 1
+        and last.commit_offset == LEGACY_FIRST_RECORD_OFFSET
+    )
 
 
 def write_log(directory: str, spec: Json) -> Json:

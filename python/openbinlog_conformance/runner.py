@@ -419,9 +419,12 @@ def _recover_case(case: Case, session: _Session, place: Path, timeout: float) ->
     before = logcheck.digest(str(path), skip=("LOCK",))
     answer = session.testee.request({"op": "recover", "path": str(path)}, timeout)
     problems = _status_problems(answer, expected["recover"], "recover", session, case)
-    if expected["unchanged"] and logcheck.digest(str(path), skip=("LOCK",)) != before:
-        problems.append("W-24: a recovery that refused changed files of the log")
-    if problems or not expected["recover"]["ok"]:
+    after = logcheck.digest(str(path), skip=("LOCK",))
+    if expected["unchanged"] and after != before:
+        what = "refused" if not expected["recover"]["ok"] else "had nothing to change"
+        problems.append(f"W-24/W-37: a recovery that {what} changed files of the log")
+    problems += logcheck.foreign_file_problems(before, after)
+    if problems or not expected["recover"]["ok"] or expected["then"] is None:
         return problems
     problems += _reference_read(path, expected["then"])[0]
     problems += logcheck.directory_problems(str(path))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from logtools import assert_read_only, legacy_segment, read_entries
 
-from openbinlog import InvalidRefError, LengthOutOfRangeError, Reader, Ref, verify
+from openbinlog import ChainBrokenError, InvalidRefError, LengthOutOfRangeError, Reader, Ref, verify
 
 
 @pytest.fixture
@@ -76,6 +76,28 @@ def test_legacy_refs_resume_and_are_checked(legacy_log: Path) -> None:
         Reader(legacy_log, start=Ref(1, 100, 1))  # inside the header
     with pytest.raises(InvalidRefError):
         Reader(legacy_log, start=Ref(1, 400, 1))  # beyond the tail
+
+
+@pytest.mark.spec("R-37", "R-38")
+def test_legacy_ref_index_prevails_over_the_count_after_retention(legacy_log: Path) -> None:
+    """B.6: a ref taken before retention removed segment 1 numbers the records after it from its own index."""
+    last = read_entries(legacy_log)[3]  # (3, 248, 4)
+    (legacy_log / "00000001.dat").unlink()
+    (legacy_log / "00000002.dat").unlink()
+    assert [e.index for e in read_entries(legacy_log)] == [1, 2]  # R-37: from 1 at the lowest segment present
+    assert [(e.offset, e.index) for e in read_entries(legacy_log, after=last.ref)] == [(552, 5)]
+
+
+@pytest.mark.spec("R-36", "R-41")
+def test_legacy_segment_closed_by_its_next_log_number_alone(tmp_path: Path) -> None:
+    directory = tmp_path / "next"
+    directory.mkdir()
+    (directory / "00000001.dat").write_bytes(legacy_segment([b"a", b"b"], log=1, closed=False, next_log=2))
+    with pytest.raises(ChainBrokenError) as caught:
+        read_entries(directory)
+    assert (caught.value.log, caught.value.offset, caught.value.index) == (2, None, 3)
+    (directory / "00000002.dat").write_bytes(legacy_segment([b"c"], log=2, closed=False))
+    assert [(e.log, e.index) for e in read_entries(directory)] == [(1, 1), (1, 2), (2, 3)]
 
 
 def test_legacy_length_beyond_the_tail_is_reported(tmp_path: Path) -> None:

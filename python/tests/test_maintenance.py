@@ -13,6 +13,7 @@ from logtools import append_raw, flip_bit, legacy_segment, log_dir, read_entries
 import openbinlog._maintenance as maintenance
 from openbinlog import (
     AsqnOrderError,
+    BadHeaderError,
     BinlogIOError,
     ChecksumMismatchError,
     LegacyLogError,
@@ -31,7 +32,16 @@ from openbinlog import (
 )
 from openbinlog._format import HEADER_SIZE
 from openbinlog._fs import OsFileSystem
-from openbinlog._segment import CommitState, active_commit, build_header, encode_mirror, encode_slot
+from openbinlog._records import encode_record
+from openbinlog._segment import (
+    CommitState,
+    SegmentHeaderInfo,
+    active_commit,
+    build_header,
+    encode_mirror,
+    encode_slot,
+    parse_header,
+)
 from openbinlog._segment_file import LocalDirectory
 from openbinlog._stat import stat
 from openbinlog._subscribers import fix_checkpoints
@@ -200,6 +210,68 @@ def test_recovery_of_a_log_left_without_segments_creates_none(log_dir: Path) -> 
     assert [a.action for a in recover(log_dir)] == ["remove_blank_segment"]
     assert _names(log_dir) == set()
     assert read_entries(log_dir) == []
+
+
+def _commit(path: Path) -> CommitState:
+    header = parse_header(path.read_bytes()[:HEADER_SIZE], log=int(path.name[:8]))
+    assert isinstance(header, SegmentHeaderInfo)
+    return header.commit
+
+
+@pytest.mark.spec("W-30")
+def test_recovery_seals_only_the_segment_just_below_the_last(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two"])  # segment 1 open, next index 3
+    header = parse_header(segment(log_dir).read_bytes()[:HEADER_SIZE], log=1)
+    assert isinstance(header, SegmentHeaderInfo)
+    log_id = header.log_id
+    segment(log_dir, 3).write_bytes(build_header(log=3, log_id=log_id, base_index=3, created_us=1))
+    before = tree_digest(log_dir)
+    assert recover(log_dir, dry_run=True) == []
+    assert recover(log_dir) == []  # no segment 2: nothing to seal (spec 8.5), the gap stays for readers to report
+    assert tree_digest(log_dir) == before
+
+
+@pytest.mark.spec("W-21", "W-23")
+def test_recovery_adopts_a_tail_of_skippable_records_only(log_dir: Path) -> None:
+    write_log(log_dir, [b"one"])
+    commit = _commit(segment(log_dir))
+    skippable = encode_record(commit.next_index, b"metadata", frame=200)
+    append_raw(segment(log_dir), skippable)
+    actions = recover(log_dir)
+    assert [(a.action, a.offset, a.records) for a in actions] == [("adopt_records", commit.commit_offset, 0)]
+    adopted = _commit(segment(log_dir))
+    assert (adopted.commit_offset, adopted.next_index) == (commit.commit_offset + len(skippable), commit.next_index)
+    assert [e.payload for e in read_entries(log_dir)] == [b"one"]
+
+
+@pytest.mark.spec("W-26", "R-39", "W-37")
+def test_recovery_refuses_a_slot_whose_next_index_its_records_contradict(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two"])
+    path = segment(log_dir)
+    data = bytearray(path.read_bytes())
+    commit = _commit(path)
+    lying = CommitState(commit.generation + 1, commit.commit_offset, commit.next_index + 1, -1, 0, 0)
+    at, raw = encode_slot(lying)
+    data[at : at + len(raw)] = raw
+    path.write_bytes(bytes(data))
+    before = tree_digest(log_dir)
+    for dry_run in (True, False):
+        with pytest.raises(BadHeaderError) as caught:
+            recover(log_dir, dry_run=dry_run)
+        assert (caught.value.log, caught.value.offset, caught.value.index) == (1, at, commit.next_index)
+    assert tree_digest(log_dir) == before
+
+
+@pytest.mark.spec("W-36", "W-29")
+def test_a_sealed_segment_with_only_a_blank_segment_above_is_the_last_one(log_dir: Path) -> None:
+    write_log(log_dir, [b"a", None])
+    segment(log_dir, 2).write_bytes(b"")  # blank: segment 1 is the last segment (spec 1.4, 2.6)
+    assert compress_segments(log_dir, dry_run=True) == []
+    # Compression lists the segments under the lock after its writer's open, which deleted the blank segment 2
+    # and created it again as segment 1's successor (W-29): only then is segment 1 no longer the last one.
+    assert [c.log for c in compress_segments(log_dir)] == [1]
+    assert _names(log_dir) == {"00000001.dat.zst", "00000002.dat"}
+    assert [e.payload for e in read_entries(log_dir)] == [b"a"]
 
 
 def test_recovery_refuses_a_directory_that_is_not_a_log(tmp_path: Path) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -300,3 +303,21 @@ def test_payload_damage_anywhere_in_a_batch_stops_or_is_skipped_at_that_record(d
         assert (caught.value.log, caught.value.offset, caught.value.index) == (target.log, target.offset, target.index)
         tolerant = read_entries(directory, tolerant=True)
         assert [entry.ref for entry in tolerant] == [entry.ref for entry in clean if entry != target]
+
+
+@pytest.mark.spec("R-45")
+def test_a_reader_that_does_not_read_compressed_segments_reports_them(tmp_path: Path) -> None:
+    """The Go testee reads plain segments only: a segment present only compressed is unsupported_feature at
+    offset 0, never the end of the log (spec 10.1, R-45)."""
+    binary = FIXTURES.parent / "build" / "conformance" / "go" / "binlog-go"
+    if not binary.is_file():
+        pytest.skip("build/conformance/go/binlog-go is not built: run conformance/implementations/go/build.sh")
+    log = tmp_path / "log"
+    shutil.copytree(FIXTURES / "several_segments", log)
+    plain = log / "00000001.dat"
+    (log / "00000001.dat.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    done = subprocess.run([str(binary), "read", str(log)], capture_output=True, text=True, timeout=60, check=False)
+    answer = json.loads(done.stdout)
+    assert answer["outcome"] == "reject" and answer["records"] == []
+    assert answer["error"] == {"class": "unsupported_feature", "log": 1, "offset": "0", "index": None}

@@ -21,13 +21,13 @@ from urllib.parse import unquote
 
 from pyspark.sql.types import DateType, IntegerType, LongType, StringType, StructField
 
+from openbinlog._format import LOCK_NAME, SEGMENT_NAME
 from openbinlog.errors import BinlogIOError, NotALogError
 
 from .options import ReadOptions
 from .storage import COMPRESSIONS, Storage, is_local
 
 # ASCII digits, anchored at both ends: \d takes any Unicode digit and $ a name or value ending in a newline.
-SEGMENT_FILE = re.compile(r"\A([0-9]{8})\.dat(?:\.(gz|zst))?\Z")
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _GLOB_MAGIC = re.compile(r"[*?\[{]")
 _DATE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
@@ -70,6 +70,11 @@ def _modified(info: dict[str, Any]) -> float | None:
     return None
 
 
+def _segment_below(root: str, path: str) -> bool:
+    relative = posixpath.relpath(path, root).split("/")
+    return SEGMENT_NAME.match(relative[-1]) is not None and not any(_hidden(part) for part in relative)
+
+
 def _hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
@@ -105,6 +110,12 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
             if info.get("type") == "directory":
                 root = match.rstrip("/")
                 entries = fs.find(root, detail=True, withdirs=True)
+                if (
+                    not any(_segment_below(root, name) for name in entries)
+                    and posixpath.join(root, LOCK_NAME) not in entries
+                ):
+                    # Spec R-42: a directory with neither a segment nor LOCK is not a log, never an empty one.
+                    raise NotALogError("not a log directory: it holds neither a segment nor LOCK", path=given)
             else:
                 root = posixpath.dirname(match)
                 entries = {match: info}
@@ -114,7 +125,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
             for file_path, file_info in entries.items():
                 relative = posixpath.relpath(file_path, root).split("/")
                 name = relative[-1]
-                hit = SEGMENT_FILE.match(name)
+                hit = SEGMENT_NAME.match(name)  # the one rule of R-1, shared with the core
                 if hit is None or any(_hidden(part) for part in relative if part != "."):
                     continue
                 if file_info.get("type") == "directory":
@@ -138,7 +149,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                     url=url,
                     directory=directory_url,
                     log=int(hit[1]),
-                    compression=COMPRESSIONS.get(hit[2] or ""),
+                    compression=COMPRESSIONS.get((hit[2] or "").lstrip(".")),
                     size=int(file_info.get("size") or 0),
                     partitions=partitions,
                 )

@@ -209,7 +209,10 @@ def plan_log(
     logs = sorted(present)
     if any(isinstance(facts.header, LegacyHeaderInfo) for facts in present.values()):
         legacy = all(isinstance(facts.header, LegacyHeaderInfo) for facts in present.values())
-        return [LegacyItem(tuple(present[log].file for log in logs), legacy, values(present[logs[0]].file))]
+        # The walk of a log with version 1 segments sees every segment, blank ones included: a blank segment
+        # above a version 1 leftover breaks the chain (legacy-v1 B.4).
+        every = tuple(segments[log].file for log in sorted(segments))
+        return [LegacyItem(every, legacy, values(present[logs[0]].file))]
     for log in logs:
         following = present.get(log + 1)
         settle_end(storage, present[log], following if following is not None and following.header else None, options)

@@ -126,6 +126,8 @@ def summary(expected: Json) -> str:
                 "; segments unchanged" if expected.get("unchanged") else ""
             )
         then = expected["then"]
+        if then is None:
+            return f"{action} ok, nothing changed"
         return f"{action} ok, then {len(then['records'])} records, {len(expected['segments'])} segments"
     outcome = expected["outcome"]
     if outcome == "implementation_defined":

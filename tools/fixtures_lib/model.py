@@ -130,6 +130,18 @@ def recovery_refused(err: Json) -> Json:
     }
 
 
+def recovery_unchanged() -> Json:
+    """Recovery succeeds and has nothing to change: every file stays as it was (what a read then reports is the
+    read cases' concern)."""
+    return {
+        "recover": {"ok": True, "error": None},
+        "then": None,
+        "segments": None,
+        "optional_segments": [],
+        "unchanged": True,
+    }
+
+
 def implementation_defined(choice: str, **allowed: Json) -> Json:
     if choice not in CHOICES or set(allowed) != set(CHOICES[choice]):
         raise ValueError(f"choice {choice} needs exactly the values {CHOICES.get(choice)}")

@@ -33,6 +33,8 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Row, SparkSession
@@ -41,6 +43,7 @@ from pyspark.sql import functions as F
 import openbinlog
 import openbinlog_spark
 from openbinlog import BinlogError
+from openbinlog._format import LOCK_NAME
 from openbinlog_conformance import reference, serve
 from openbinlog_conformance.vocabulary import ERROR_CLASSES, SPEC_VERSION
 
@@ -99,6 +102,7 @@ class SparkTestee:
     def hello(self) -> Json:
         spark = self.spark()
         with tempfile.TemporaryDirectory() as empty:
+            Path(empty, LOCK_NAME).touch()  # an empty log (spec R-42: a directory without LOCK is none)
             self._rows(empty)  # starts the Python workers now, within the hello's time limit
         return {
             "name": "openbinlog-spark",
@@ -134,7 +138,7 @@ class SparkTestee:
             if error is None:
                 raise
             rows = []
-        for row in sorted(rows, key=walk_position):
+        for row in sorted(rows, key=walk_positions(rows)):
             if row["_error"] is None:
                 records.append(record(row))
                 continue
@@ -190,21 +194,46 @@ def damaged(row: Row) -> Json:
     }
 
 
-def walk_position(row: Row) -> tuple[int, int]:
-    """Where a walk of the log meets the row: (log number, offset).
+def walk_positions(rows: list[Row]) -> Callable[[Row], tuple[int, int]]:
+    """Where a walk of the log meets each row: (log number, offset).
 
-    A broken chain comes before the segment it names; R-39's bad_header, which
-    names the slot in the header, comes at the segment's end, where the walk
-    meets it.
+    A broken chain comes before the segment it names. R-39's bad_header names
+    the slot in the header, but the walk meets it at the commit point: before
+    the segment's first record whose index is at least the walk's expected
+    index there (records of a finished segment's tail lie beyond it), or at the
+    segment's end.
     """
-    log = unsigned(row["log"], U32)
-    offset = unsigned(row["offset"])
+    records = [row for row in rows if row["_error"] is None]
+    checks = {unsigned(row["log"], U32) for row in rows if _r39(row)}
+
+    def position(row: Row) -> tuple[int, float]:
+        log = unsigned(row["log"], U32)
+        offset = unsigned(row["offset"])
+        problem = row["_error"]
+        if problem is not None and problem["error_class"] == "chain_broken":
+            offset = None
+        elif _r39(row):
+            expected = unsigned(row["index"])
+            beyond = [
+                at
+                for other in records
+                if other["log"] == row["log"] and expected is not None and unsigned(other["index"]) >= expected
+                if (at := unsigned(other["offset"])) is not None
+            ]
+            offset = min(beyond) - 1 if beyond else SEGMENT_END
+        elif problem is not None and offset is not None and offset < FIRST_RECORD_OFFSET and log - 1 in checks:
+            # The successor's header is read by END of the segment before it, ahead of that one's R-39.
+            before = position(next(other for other in rows if _r39(other) and other["log"] == log - 1))
+            return (before[0], before[1] - 0.5)
+        return (-1 if log is None else log, -1 if offset is None else offset)
+
+    return position
+
+
+def _r39(row: Row) -> bool:
+    """A disagreement of R-39: a bad_header naming a slot, with the slot's next index to resume at."""
     problem = row["_error"]
-    if problem is not None and problem["error_class"] == "chain_broken":
-        offset = None
-    elif problem is not None and problem["error_class"] == "bad_header" and problem["resume_index"] is not None:
-        offset = SEGMENT_END
-    return (-1 if log is None else log, -1 if offset is None else offset)
+    return problem is not None and problem["error_class"] == "bad_header" and problem["resume_index"] is not None
 
 
 def stops(region: Json) -> bool:

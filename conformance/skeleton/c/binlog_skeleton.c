@@ -132,7 +132,7 @@ static int by_number(const void *a, const void *b)
     return x->num != y->num ? (x->num < y->num ? -1 : 1) : y->plain - x->plain; /* plain first */
 }
 
-/* exactly eight ASCII digits and ".dat" (or ".dat.gz", ".dat.zst"); nothing else. */
+/* exactly eight ASCII digits, not all zero, and ".dat" (or ".dat.gz", ".dat.zst"); nothing else. */
 static int segment_name(const char *name, struct entry *e)
 {
     e->num = 0;
@@ -141,6 +141,8 @@ static int segment_name(const char *name, struct entry *e)
             return 0;
         e->num = e->num * 10 + (uint32_t)(name[i] - '0');
     }
+    if (e->num == 0) /* log number 0 is never used (section 2.2): 00000000.dat is not a segment */
+        return 0;
     e->plain = strcmp(name + 8, ".dat") == 0;
     return e->plain || strcmp(name + 8, ".dat.gz") == 0 || strcmp(name + 8, ".dat.zst") == 0;
 }
@@ -262,10 +264,10 @@ static int check_header(struct segment *s)
     if (be(h + 92, 4) != mask(~c)) return fail("bad_header", n, V(92), NULL);               /* step 5 */
     if (be(h, 4) != 252) return fail("bad_header", n, V(0), NULL);                          /* step 6 */
     if (be(h + 16, 4) != n) return fail("bad_header", n, V(16), NULL);                      /* step 7 */
-    if (!all_zero(h + 68, 4) || !all_zero(h + 80, 12) || !all_zero(h + 192, 64))            /* step 8 */
+    uint64_t flags = be(h + 64, 4); /* flags before reserved bytes: a later revision is unsupported_feature */
+    if (flags & ~(uint64_t)1) return fail("unsupported_feature", n, V(64), NULL);           /* step 8 */
+    if (!all_zero(h + 68, 4) || !all_zero(h + 80, 12) || !all_zero(h + 192, 64))            /* step 9 */
         return fail("bad_header", n, V(68), NULL); /* one offset for all three areas */
-    uint64_t flags = be(h + 64, 4);
-    if (flags & ~(uint64_t)1) return fail("unsupported_feature", n, V(64), NULL);           /* step 9 */
     if ((int)(flags & 1) != (be(h + 72, 8) != 0)) return fail("bad_header", n, V(72), NULL); /* 10 */
     s->base = be(h + 48, 8);
     return choose_slot(s);                                                                  /* step 11 */

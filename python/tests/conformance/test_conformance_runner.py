@@ -119,10 +119,21 @@ def test_a_reader_that_writes_into_the_log_is_caught(manifest: Manifest) -> None
 def test_a_recovery_that_does_nothing_is_caught_wherever_there_is_something_to_do(manifest: Manifest) -> None:
     result = run([broken("recovers_nothing")], manifest=manifest)
     recover_cases = {case.id for case in manifest.cases if case.op == "recover"}
-    # Only a sealed segment without its successor needs nothing before an append (W-29 acts at append time).
-    nothing_to_do = {"must.writer.recover.sealed_without_successor"}
+    # Logs a recovery leaves as they are: a sealed last segment whose successor this old case lists as optional,
+    # a file that is no temporary file, a predecessor before a gap (W-30), a last segment that is valid on its
+    # own, and a directory without segments (recovery creates none).
+    nothing_to_do = {
+        f"must.writer.recover.{name}"
+        for name in (
+            "sealed_without_successor",
+            "keep_upper_case_temp_name",
+            "leave_predecessor_before_gap",
+            "last_segment_validated_on_its_own",
+            "no_segments_creates_nothing",
+        )
+    }
     assert set(failed(result)) == recover_cases - nothing_to_do
-    refusals = {case.id for case in manifest.cases if case.op == "recover" and case.expected["unchanged"]}
+    refusals = {case.id for case in manifest.cases if case.op == "recover" and not case.expected["recover"]["ok"]}
     details = {r.id: r.detail for r in result.implementations[0].results}
     assert all("recover: expected ok=False" in details[case] for case in refusals)
 

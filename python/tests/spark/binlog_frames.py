@@ -13,10 +13,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from openbinlog import Damage, Reader
-from openbinlog._format import HEADER_SIZE
+from openbinlog._format import HEADER_SIZE, SEGMENT_NAME
 from openbinlog._records import encode_record
 from openbinlog._segment import CommitState, build_header, encode_slot
-from openbinlog_spark.listing import SEGMENT_FILE
 from openbinlog_spark.source import BinlogDataSource, BinlogPushdownReader
 
 Record = tuple[int, int, int, int, int | None, bytes]  # log, offset, index, asqn, timestamp_us, payload
@@ -132,7 +131,7 @@ def collected_by_directory(df: DataFrame) -> dict[str, tuple[list[Record], list[
     rows: dict[str, list[dict[str, Any]]] = {}
     for row in chosen.collect():
         file = row["file"]
-        directory = os.path.dirname(file) if SEGMENT_FILE.match(os.path.basename(file)) else file
+        directory = os.path.dirname(file) if SEGMENT_NAME.match(os.path.basename(file)) else file
         rows.setdefault(directory, []).append(row.asDict(recursive=True))
     return {directory: _split_rows(items, corrupt) for directory, items in rows.items()}
 

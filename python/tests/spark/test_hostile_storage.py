@@ -28,8 +28,9 @@ from test_hostile_input import (
 )
 
 from openbinlog import BinlogIOError
+from openbinlog._format import SEGMENT_NAME
 from openbinlog.compressed import UnpackError
-from openbinlog_spark.listing import SEGMENT_FILE, SegmentFile, partition_columns
+from openbinlog_spark.listing import SegmentFile, partition_columns
 from openbinlog_spark.storage import CorruptFileError, Storage
 
 
@@ -109,8 +110,8 @@ def test_a_full_disk_while_unpacking_is_an_io_error_not_a_corrupt_file(
     "name", ["\uff10" * 7 + "1.dat", "\u0660" * 7 + "1.dat.gz", "00000001.dat\n", "00000001.dat.zst\n"]
 )
 def test_names_of_other_digits_or_with_a_trailing_newline_are_not_segment_files(name: str) -> None:
-    assert SEGMENT_FILE.match(name) is None
-    assert SEGMENT_FILE.match(name.strip().translate(str.maketrans("\uff10\u0660", "00"))) is not None
+    assert SEGMENT_NAME.match(name) is None
+    assert SEGMENT_NAME.match(name.strip().translate(str.maketrans("\uff10\u0660", "00"))) is not None
 
 
 def test_partition_values_of_other_digits_are_strings() -> None:

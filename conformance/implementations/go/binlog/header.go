@@ -178,9 +178,6 @@ func CheckHeader(b []byte, fileSize int64, logNumber uint32) (*Header, error) {
 	if be.Uint32(b[16:]) != logNumber {
 		return nil, segmentError(ClassBadHeader, logNumber, 16, "log number differs from the file name")
 	}
-	if !allZero(b[68:72]) || !allZero(b[80:92]) || !allZero(b[192:256]) {
-		return nil, segmentError(ClassBadHeader, logNumber, 68, "reserved bytes")
-	}
 	h := &Header{
 		Version:   version,
 		LogNumber: logNumber,
@@ -192,6 +189,9 @@ func CheckHeader(b []byte, fileSize int64, logNumber uint32) (*Header, error) {
 	copy(h.LogID[:], b[32:48])
 	if h.Flags&^FlagPrealloc != 0 {
 		return nil, segmentError(ClassUnsupportedFeature, logNumber, 64, "unknown header flag")
+	}
+	if !allZero(b[68:72]) || !allZero(b[80:92]) || !allZero(b[192:256]) {
+		return nil, segmentError(ClassBadHeader, logNumber, 68, "reserved bytes")
 	}
 	if h.Preallocated() != (h.Capacity != 0) {
 		return nil, segmentError(ClassBadHeader, logNumber, 72, "PREALLOCATED and capacity disagree")

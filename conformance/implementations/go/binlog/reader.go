@@ -59,6 +59,12 @@ func (v *logView) list() error {
 		if nums, err = listSegmentNumbers(v.dir, true); err != nil {
 			return err
 		}
+		if len(nums) == 0 {
+			// A directory with neither a segment nor LOCK is not a log.
+			if _, serr := os.Lstat(filepath.Join(v.dir, "LOCK")); serr != nil {
+				return &Error{Class: ClassIOError, Err: serr, Msg: "not a log directory: it holds neither a segment nor LOCK"}
+			}
+		}
 		blank := uint32(0)
 		if len(nums) > 0 {
 			last := nums[len(nums)-1]
@@ -115,7 +121,7 @@ func (v *logView) openFile(n uint32) (*segmentFile, error) {
 	if isAbsent(err) {
 		for _, suffix := range compressedSuffixes {
 			if _, serr := os.Lstat(filepath.Join(v.dir, SegmentName(n)+suffix)); serr == nil {
-				return nil, &Error{Class: ClassUnsupportedFeature, Log: u32p(n),
+				return nil, &Error{Class: ClassUnsupportedFeature, Log: u32p(n), Offset: u64p(0),
 					Msg: "only a compressed form of the segment exists, and this reader reads plain segments"}
 			}
 		}

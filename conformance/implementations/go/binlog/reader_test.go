@@ -667,7 +667,7 @@ func TestReaderListsAgainWhenASegmentWentAwaySinceTheListing(t *testing.T) {
 		st := walkState{E: 2, A: NoAsqn}
 		_, _, _, err = v.step(1, h, &st, nil)
 		two := uint32(2)
-		wantError(t, err, ClassUnsupportedFeature, &two, nil, nil)
+		wantError(t, err, ClassUnsupportedFeature, &two, u64p(0), nil)
 	})
 	t.Run("every segment", func(t *testing.T) {
 		dir := three(t)
@@ -688,7 +688,7 @@ func TestReaderListsAgainWhenASegmentWentAwaySinceTheListing(t *testing.T) {
 }
 
 // D5 (OPEN, section 2.6): a segment of which only a compressed form exists
-// is reported, not skipped: this reader does not decompress.
+// is reported, not skipped: this reader does not decompress.
 func TestCompressedSegmentIsUnsupportedFeatureNotAGap(t *testing.T) {
 	for _, n := range []uint32{1, 2} {
 		dir := filepath.Join(t.TempDir(), "log")
@@ -697,7 +697,7 @@ func TestCompressedSegmentIsUnsupportedFeatureNotAGap(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := readTestLog(t, dir, ReadOptions{})
-		wantError(t, out.err, ClassUnsupportedFeature, &n, nil, nil)
+		wantError(t, out.err, ClassUnsupportedFeature, &n, u64p(0), nil) // offset 0
 		if len(out.records) != int(n-1) {
 			t.Fatalf("segment %d compressed: %d records", n, len(out.records))
 		}
@@ -778,5 +778,25 @@ func TestSegmentThatIsAFIFOOrADirectoryIsIOError(t *testing.T) {
 				t.Fatalf("writer: %v", err)
 			}
 		})
+	}
+}
+
+// a directory with neither a segment nor LOCK is not a log; a blank
+// segment name alone makes it one (an empty log).
+func TestDirectoryWithoutSegmentOrLockIsNotALog(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := readTestLog(t, dir, ReadOptions{})
+	if ClassOf(out.err) != ClassIOError {
+		t.Fatalf("want io_error, got %v", out.err)
+	}
+	if err := os.WriteFile(segPath(dir, 1), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = readTestLog(t, dir, ReadOptions{})
+	if out.err != nil || len(out.records) != 0 {
+		t.Fatalf("a blank segment without LOCK: want an empty log, got %d records, %v", len(out.records), out.err)
 	}
 }

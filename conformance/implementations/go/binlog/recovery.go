@@ -3,6 +3,7 @@ package binlog
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 )
 
 // prepare runs steps 2 to 5 of the write protocol under the lock and
@@ -25,7 +26,8 @@ func (w *Writer) prepare() (*writeTarget, error) {
 		}
 		w.cur = t
 	}
-	// Step 3: the header and, on the first batch, the committed records.
+	// Step 3: the header (the committed records were checked on the first
+	// batch by findLast, before anything changed).
 	t := w.cur
 	if err := t.stat(); err != nil {
 		return nil, err
@@ -37,13 +39,6 @@ func (w *Writer) prepare() (*writeTarget, error) {
 	t.h = h
 	if h.Legacy() {
 		return nil, segmentError(ClassUnsupportedVersion, t.log, 4, "the last segment is version 1")
-	}
-	if !w.validated {
-		st := walkState{E: h.BaseIndex, A: NoAsqn}
-		if _, err := walkCommitted(t.segmentFile, HeaderSize, h.Active.CommitOffset, h.Active.CommitOffset, &st, func(Record) error { return nil }); err != nil {
-			return nil, err
-		}
-		w.validated = true
 	}
 	// Step 4: a sealed last segment without successor (W-29).
 	if s := h.Active; s.NextLogNumber != 0 {
@@ -61,95 +56,155 @@ func (w *Writer) prepare() (*writeTarget, error) {
 	return t, nil
 }
 
-// findLast lists and cleans the directory, seals a finished predecessor and
-// opens the highest-numbered segment (step 2 of section 6.2).
+// compressionTempNameRE is the second pattern of section 7.4 step 1: the
+// temporary file of a compression (section 2.6).
+var compressionTempNameRE = regexp.MustCompile(`^\.[0-9]{8}\.dat\.(gz|zst)\.[0-9a-f]+\.tmp$`)
+
+// isTempName: a name of either pattern of section 7.4 step 1, matched exactly.
+func isTempName(name string) bool {
+	return tempNameRE.MatchString(name) || compressionTempNameRE.MatchString(name)
+}
+
+// findLast finds the last segment, decides every refusal of the open, and
+// only then cleans the directory and seals a finished predecessor (step 2
+// of section 6.2, sections 7.4 and 8.5): a refusal changes nothing (W-37).
 func (w *Writer) findLast() (*writeTarget, error) {
-	nums, err := w.cleanDirectory()
+	temps, nums, blanks, err := w.planClean()
 	if err != nil {
 		return nil, err
 	}
-	if len(nums) == 0 {
+	var t *writeTarget
+	var last uint32
+	if len(nums) > 0 {
+		last = nums[len(nums)-1]
+		if t, err = w.openTarget(last); err != nil {
+			return nil, err
+		}
+		if err := w.decide(t, nums); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
+	if err := w.clean(temps, blanks); err != nil {
+		if t != nil {
+			t.close()
+		}
+		return nil, err
+	}
+	if t == nil {
 		if !w.create {
-			return nil, nil
+			return nil, nil // recovery on its own creates no log (section 2.4)
 		}
 		return w.createSegment(newNextSegment(1, newLogID(), 1, NoAsqn, 0, w.now()))
 	}
-	last := nums[len(nums)-1]
 	if len(nums) > 1 && nums[len(nums)-2] == last-1 {
-		if err := w.sealPredecessor(last-1, last); err != nil {
+		if err := w.sealPredecessor(last-1, t); err != nil {
+			t.close()
 			return nil, err
 		}
 	}
-	return w.openTarget(last)
+	return t, nil
 }
 
-// cleanDirectory deletes stale temporary files and blank last segments and
-// syncs the directory if it deleted anything (section 7.4, W-25). It
-// returns the segments that remain.
-func (w *Writer) cleanDirectory() ([]uint32, error) {
+// planClean lists what clean-up deletes (section 7.4): the temporary files
+// no process holds, and the blank segments at the top, highest first. It
+// returns the segments that remain. It deletes nothing.
+func (w *Writer) planClean() (temps []string, nums []uint32, blanks []uint32, err error) {
 	entries, err := os.ReadDir(w.dir)
 	if err != nil {
-		return nil, ioError(nil, nil, err)
+		return nil, nil, nil, ioError(nil, nil, err)
 	}
-	deleted := false
 	for _, e := range entries {
-		if tempNameRE.MatchString(e.Name()) {
-			if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil && !os.IsNotExist(err) {
-				return nil, ioError(nil, nil, err)
-			}
-			deleted = true
+		if !isTempName(e.Name()) {
+			continue
+		}
+		held, err := heldByOther(filepath.Join(w.dir, e.Name()))
+		if err != nil {
+			return nil, nil, nil, ioError(nil, nil, err)
+		}
+		if !held {
+			temps = append(temps, e.Name())
 		}
 	}
-	nums, err := listSegments(w.dir)
-	if err != nil {
-		return nil, err
+	if nums, err = listSegments(w.dir); err != nil {
+		return nil, nil, nil, err
 	}
 	for len(nums) > 0 {
-		last := nums[len(nums)-1]
-		s, err := openSegment(w.dir, last, os.O_RDONLY)
+		top := nums[len(nums)-1]
+		s, err := openSegment(w.dir, top, os.O_RDONLY)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		blank, err := s.blank()
 		s.close()
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if !blank {
 			break
 		}
-		if err := os.Remove(filepath.Join(w.dir, SegmentName(last))); err != nil {
-			return nil, ioError(u32p(last), nil, err)
-		}
-		deleted = true
+		blanks = append(blanks, top)
 		nums = nums[:len(nums)-1]
 	}
-	if deleted {
-		if err := syncDir(w.dir); err != nil {
-			return nil, ioError(nil, nil, err)
-		}
-	}
-	return nums, nil
+	return temps, nums, blanks, nil
 }
 
-// sealPredecessor seals segment n, finished because last = n+1 exists, when
-// it is still open (section 8.5, W-30). A predecessor that cannot be sealed
-// (damaged header, version 1, broken chain) is left untouched.
-func (w *Writer) sealPredecessor(n, last uint32) error {
-	succ, err := w.openTarget(last)
-	if err != nil {
-		if ClassOf(err) == ClassIOError {
+// decide makes every check that refuses the open before anything changes
+// (W-37): a version 1 last segment (W-35); on the first batch, the last
+// segment's committed records, walked on their own from its base index
+// with previous asqn -1, and the check of R-39 at its commit point (W-26);
+// and the header of its predecessor, which sealing needs (section 8.5).
+func (w *Writer) decide(t *writeTarget, nums []uint32) error {
+	h := t.h
+	if h.Legacy() {
+		return segmentError(ClassUnsupportedVersion, t.log, 4, "the last segment is version 1")
+	}
+	if !w.validated {
+		st := walkState{E: h.BaseIndex, A: NoAsqn}
+		if _, err := walkCommitted(t.segmentFile, HeaderSize, h.Active.CommitOffset, h.Active.CommitOffset, &st, func(Record) error { return nil }); err != nil {
 			return err
 		}
-		return nil // the last segment's header error is reported by step 3
+		if err := checkNextIndex(t.segmentFile, h.Active, &st, nil); err != nil {
+			return err
+		}
+		w.validated = true
 	}
-	succ.close()
+	if n := len(nums); n > 1 && nums[n-2] == t.log-1 {
+		p, err := w.openTarget(t.log - 1)
+		if err != nil {
+			return err
+		}
+		p.close()
+	}
+	return nil
+}
+
+// clean deletes what planClean found and syncs the directory, whether or
+// not anything was deleted (section 7.4, W-25).
+func (w *Writer) clean(temps []string, blanks []uint32) error {
+	for _, name := range temps {
+		if err := os.Remove(filepath.Join(w.dir, name)); err != nil && !os.IsNotExist(err) {
+			return ioError(nil, nil, err)
+		}
+	}
+	for _, n := range blanks {
+		if err := os.Remove(filepath.Join(w.dir, SegmentName(n))); err != nil {
+			return ioError(u32p(n), nil, err)
+		}
+	}
+	if err := syncDir(w.dir); err != nil {
+		return ioError(nil, nil, err)
+	}
+	return nil
+}
+
+// sealPredecessor seals segment n, finished because the last segment succ
+// (n+1) exists, when it is still open (section 8.5, W-30). Its header was
+// checked by decide; a version 1 segment or a broken chain is left untouched.
+func (w *Writer) sealPredecessor(n uint32, succ *writeTarget) error {
 	p, err := w.openTarget(n)
 	if err != nil {
-		if ClassOf(err) == ClassIOError {
-			return err
-		}
-		return nil
+		return err
 	}
 	defer p.close()
 	if p.h.Legacy() || succ.h.Legacy() || p.h.Active.NextLogNumber != 0 {
@@ -173,7 +228,7 @@ func (w *Writer) sealPredecessor(n, last uint32) error {
 		}
 	}
 	seal := Slot{Generation: s.Generation + 1, CommitOffset: tr.stop, NextIndex: tr.st.E,
-		LastAsqn: tr.st.A, LastTimestampUS: tr.lastTS, NextLogNumber: last}
+		LastAsqn: tr.st.A, LastTimestampUS: tr.lastTS, NextLogNumber: n + 1}
 	if err := w.publish(p, seal); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ const RefSize = 20
 var refTextRE = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,20}:[0-9]{1,20}$`)
 
 // refWhiteSpace is what a reader strips around a text ref.
-const refWhiteSpace = " \t\r\n\v\f"
+const refWhiteSpace = " \t\r\n"
 
 func malformedRef(msg string) *Error { return &Error{Class: ClassInvalidRef, Msg: msg} }
 

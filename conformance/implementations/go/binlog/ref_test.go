@@ -33,7 +33,8 @@ func TestTextRefAcceptsSurroundingWhiteSpaceAndLeadingZeros(t *testing.T) {
 
 func TestMalformedRefsAreInvalidRef(t *testing.T) {
 	for _, text := range []string{"", "1:256", "1:256:1:1", "0:256:1", "4294967296:256:1", "1:18446744073709551616:1",
-		"1:256:18446744073709551616", "12345678901:1:1", "-1:256:1", "1: 256:1", "1:256:1x", "a:b:c"} {
+		"1:256:18446744073709551616", "12345678901:1:1", "-1:256:1", "1: 256:1", "1:256:1x", "a:b:c",
+		"00000000001:256:1", "\f1:256:1", "1:256:1\v", "\u00a01:256:1"} { // section 10.6: widths; ASCII space, tab, CR, LF only
 		if _, err := ParseRef(text); ClassOf(err) != ClassInvalidRef {
 			t.Errorf("%q: %v", text, err)
 		}

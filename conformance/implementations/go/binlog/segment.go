@@ -47,6 +47,9 @@ func listSegmentNumbers(dir string, compressed bool) ([]uint32, error) {
 	for _, e := range entries {
 		if segmentNameRE.MatchString(e.Name()) || (compressed && compressedNameRE.MatchString(e.Name())) {
 			n, _ := strconv.ParseUint(e.Name()[:8], 10, 32)
+			if n == 0 {
+				continue // 00000000.dat is not a segment name: log number 0 is never used
+			}
 			if !seen[uint32(n)] {
 				seen[uint32(n)] = true
 				nums = append(nums, uint32(n))

@@ -402,3 +402,70 @@ func TestSegmentSizeLimitCutsOverAfterTheBatchThatReachesIt(t *testing.T) {
 		t.Fatal("segment 1 not sealed at the size limit")
 	}
 }
+
+// W-37: every refusal is decided before clean-up deletes anything, so a
+// refused recovery leaves temporary files and blank last segments in place.
+func TestRecoveryDecidesItsRefusalBeforeCleaningUp(t *testing.T) {
+	dir := fixture(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[rec2+41] ^= 1; return b })
+	left := []string{filepath.Join(dir, ".00000002.dat.5eed.tmp"), filepath.Join(dir, ".00000001.dat.gz.5eed.tmp"), segPath(dir, 2)}
+	for _, p := range left {
+		writeFile(t, p, nil)
+	}
+	if ClassOf(Recover(dir)) != ClassChecksumMismatch {
+		t.Fatal("recovery did not report the committed damage")
+	}
+	for _, p := range left {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("a refused recovery removed %s: %v", p, err)
+		}
+	}
+}
+
+// Section 7.4 step 1: a compression's temporary file is deleted when no
+// process holds it, and left alone while one does.
+func TestRecoveryRemovesUnheldCompressionTemporaryFilesOnly(t *testing.T) {
+	dir := twoSegments(t)
+	stale := filepath.Join(dir, ".00000001.dat.gz.5eed.tmp")
+	live := filepath.Join(dir, ".00000001.dat.zst.0c0ffee.tmp")
+	writeFile(t, stale, []byte("x"))
+	writeFile(t, live, []byte("x"))
+	f, err := os.OpenFile(live, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := ofdLock(f, syscall.F_WRLCK); err != nil {
+		t.Fatal(err)
+	}
+	if err := Recover(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatal("an unheld compression temporary file was left")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("a held temporary file was removed: %v", err)
+	}
+}
+
+// W-26 with R-39: a slot whose next_index the committed records contradict
+// refuses the open; the predecessor's damaged header does too (section 8.5).
+func TestRecoveryRefusesAContradictedSlotAndADamagedPredecessorHeader(t *testing.T) {
+	dir := fixture(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte {
+		publishInto(t, b, 1, func(s *Slot) { s.NextIndex++ })
+		return b
+	})
+	h := headerOf(t, readFile(t, segPath(dir, 1)), 1)
+	one := uint32(1)
+	wantError(t, Recover(dir), ClassBadHeader, &one, u64p(uint64(SlotOffset(h.Active.Generation))), u64p(h.Active.NextIndex-1))
+
+	dir = twoSegments(t)
+	patchFile(t, segPath(dir, 1), func(b []byte) []byte { b[headerCRCOffset] ^= 1; return b })
+	before := readFile(t, segPath(dir, 1))
+	wantError(t, Recover(dir), ClassBadHeader, &one, u64p(headerCRCOffset), nil)
+	if !bytes.Equal(before, readFile(t, segPath(dir, 1))) {
+		t.Fatal("a refused recovery changed segment 1")
+	}
+}
