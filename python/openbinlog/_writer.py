@@ -775,27 +775,49 @@ class Writer:
         return plan.adopted
 
     def _backup(self, path: str, offset: int, size: int, read_at: Callable[[int, int], bytes]) -> None:
-        """Copy bytes recovery is about to remove, when the writer was asked to keep them."""
+        """Copy bytes recovery is about to remove, when the writer was asked to keep them.
+
+        Through the file-system layer like every other write, so crash traces
+        see it: the copy and its name are durable before recovery removes anything.
+        """
         if self.backup_dir is None or size <= 0:
             return
-        os.makedirs(self.backup_dir, exist_ok=True)
+        self._make_directories(self.backup_dir)
         target = os.path.join(self.backup_dir, f"{os.path.basename(path)}@{offset}")
-        with open(target, "wb") as out:
+        fd = self._fs.open_write(target, create=True)
+        try:
+            self._fs.truncate(fd, 0)  # a copy left by an earlier run of the same recovery is replaced whole
             done = 0
             while done < size:
                 chunk = read_at(offset + done, min(len(ZERO_CHUNK), size - done))
                 if not chunk:
                     break
-                out.write(chunk)
+                self._fs.pwrite(fd, chunk, done)
                 done += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
+            self._fs.fdatasync(fd)
+        finally:
+            self._fs.close(fd)
+        self._fs.fsync_dir(self.backup_dir)
+
+    def _make_directories(self, path: str) -> None:
+        missing: list[str] = []
+        while not self._fs.exists(path):
+            missing.append(path)
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+        for directory in reversed(missing):
+            self._fs.mkdir(directory)
 
     def _backup_file(self, path: str) -> None:
         if self.backup_dir is None:
             return
-        with open(path, "rb") as source:
-            self._backup(path, 0, os.fstat(source.fileno()).st_size, lambda at, n: os.pread(source.fileno(), n, at))
+        fd = self._fs.open_read(path)
+        try:
+            self._backup(path, 0, self._fs.size(fd), lambda at, n: self._fs.pread(fd, n, at))
+        finally:
+            self._fs.close(fd)
 
     def _zero_fill(self, fd: int, start: int, end: int) -> None:
         """Zero every non-zero byte in [start, end): stale records must never be adopted later.
@@ -895,11 +917,7 @@ class Writer:
         if spare is None:
             return None
         temp, fd = spare
-        try:
-            same = os.stat(temp).st_ino == os.fstat(fd).st_ino
-        except OSError:
-            same = False
-        if same:
+        if self._fs.names(temp, self._fs.identity(fd)):
             return spare
         self._fs.close(fd)
         return None

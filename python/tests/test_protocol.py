@@ -149,6 +149,25 @@ def test_recovery_truncates_syncs_publishes_and_syncs_again(log_dir: Path) -> No
     ]
 
 
+@pytest.mark.spec("W-22")
+def test_recovery_makes_its_backup_durable_before_it_removes_the_bytes(log_dir: Path, tmp_path: Path) -> None:
+    write_log(log_dir, [b"a"])
+    append_raw(segment(log_dir), encode_record(2, b"adopt me") + b"torn bytes")
+    fs = RecordingFileSystem()
+    backups = tmp_path / "kept" / "backups"
+    with Writer(log_dir, fs=fs, backup_dir=backups):
+        ops = [(op, name, detail) for op, name, detail in fs.ops if op not in {"lock", "unlock"}]
+    backup = f"{segment(log_dir).name}@{256 + 41 + 48}"
+    assert ops[1:6] == [
+        ("truncate", backup, 0),
+        ("pwrite", backup, "header"),  # the removed bytes, at offset 0 of the copy
+        ("fdatasync", backup, None),
+        ("fsync_dir", "", None),  # the copy's name
+        ("truncate", segment(log_dir).name, 256 + 41 + 48),
+    ]
+    assert (backups / backup).read_bytes() == b"torn bytes"
+
+
 @pytest.mark.spec("W-20")
 def test_tail_left_by_another_process_is_recovered_before_the_next_batch(log_dir: Path) -> None:
     with Writer(log_dir) as writer:
