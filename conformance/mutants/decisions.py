@@ -57,28 +57,42 @@ class Mutant:
         return ReferenceTestee()
 
 
-def resource(module: Any, qualname: str, *edits: tuple[str, str]) -> None:
-    """Recompile function ``qualname`` of ``module`` with textual edits (each must occur exactly once) and put the
-    mutant in its place: on its class, or everywhere the reference imported the function by name."""
-    parts = qualname.split(".")
-    owner = module
-    for part in parts[:-1]:
-        owner = getattr(owner, part)
-    function = owner.__dict__[parts[-1]] if isinstance(owner, type) else getattr(owner, parts[-1])
+Edit = tuple[str, str] | tuple[str, str, int]  # old, new and how often old occurs (once unless said)
+
+
+def mutated(function: Callable[..., Any], *edits: Edit) -> Callable[..., Any]:
+    """``function`` compiled again from its own source with each edit made: a mutant of the reference.
+
+    An edit whose text does not occur as often as said fails loudly, so a
+    mutant never silently tests code the reference no longer has.
+    """
     source = textwrap.dedent(inspect.getsource(function))
-    for old, new in edits:
-        if source.count(old) != 1:
-            raise AssertionError(f"{qualname}: {old!r} found {source.count(old)} times")
+    for old, new, *times in edits:
+        expected = times[0] if times else 1
+        found = source.count(old)
+        if found != expected:
+            raise ValueError(f"{function.__qualname__}: {old!r} occurs {found} times in its source, not {expected}")
         source = source.replace(old, new)
-    namespace: dict[str, Any] = {}
+    module = sys.modules[function.__module__]
     flags = __future__.annotations.compiler_flag
-    code = compile(source, f"<mutant {qualname}>", "exec", flags=flags, dont_inherit=True)
-    exec(code, module.__dict__, namespace)  # the module's globals: names resolve as in the original
-    new = namespace[parts[-1]]
+    code = compile(source, f"<mutant of {function.__qualname__}>", "exec", flags=flags, dont_inherit=True)
+    namespace: dict[str, Any] = {}
+    exec(code, vars(module), namespace)  # the module's globals: the mutant resolves names as the original does
+    mutant: Callable[..., Any] = namespace[function.__name__]
+    return mutant
+
+
+def resource(module: Any, qualname: str, *edits: Edit) -> None:
+    """Put the mutant of function ``qualname`` of ``module`` in its place: on its class, or everywhere the
+    reference imported the function by name."""
+    *path, name = qualname.split(".")
+    owner = module
+    for part in path:
+        owner = getattr(owner, part)
     if isinstance(owner, type):
-        setattr(owner, parts[-1], new)
+        setattr(owner, name, mutated(owner.__dict__[name], *edits))
     else:
-        replace(module, parts[-1], new)
+        replace(module, name, mutated(getattr(owner, name), *edits))
 
 
 class Registry:

@@ -15,46 +15,18 @@ python/tests/test_requirement_coverage.py maps every W-n to one or the other.
 """
 
 from __future__ import annotations
-import __future__
 
-import inspect
 import re
-import sys
-import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from decisions import Mutant, replace
+from decisions import Edit, Mutant, mutated, replace
 
 from openbinlog import _records, _recovery, _segment, _writer, errors
 from openbinlog._format import SLOT_OFFSETS
 from openbinlog._recovery import FdSource
 from openbinlog._segment import CommitState, SegmentHeaderInfo
 from openbinlog._writer import Writer
-
-Edit = tuple[str, str]
-
-
-def mutated(function: Callable[..., Any], *edits: Edit) -> Callable[..., Any]:
-    """``function`` compiled again from its source with each ``(old, new)`` edit made where ``old`` occurs, once.
-
-    The mutant stays the reference's own code: if the reference changes so
-    that an edit no longer applies, building the mutant fails loudly instead
-    of silently testing stale code.
-    """
-    source = textwrap.dedent(inspect.getsource(function))
-    for old, new in edits:
-        found = source.count(old)
-        if found != 1:
-            raise ValueError(f"{function.__qualname__}: {old!r} occurs {found} times in its source, not once")
-        source = source.replace(old, new)
-    module = sys.modules[function.__module__]
-    flags = __future__.annotations.compiler_flag
-    code = compile(source, f"<mutant of {function.__qualname__}>", "exec", flags=flags, dont_inherit=True)
-    namespace: dict[str, Any] = {}
-    exec(code, vars(module), namespace)  # the module's globals: the mutant resolves names as the original does
-    mutant: Callable[..., Any] = namespace[function.__name__]
-    return mutant
 
 
 def _method(owner: type, name: str, *edits: Edit) -> Callable[[], None]:

@@ -941,6 +941,17 @@ class Boundary:
     next_index: int
 
 
+def legacy_leftover(successor: Header | None, *, nxt: int, higher: Sequence[int]) -> bool:
+    """Appendix B.4: the only segment that may follow an open version 1 segment N: an empty, open version 1
+    segment N+1, left by a cutover that died, with no segment above it (``higher``: those above N)."""
+    return (
+        isinstance(successor, LegacyHeaderInfo)
+        and not successor.closed
+        and successor.tail == LEGACY_FIRST_RECORD_OFFSET
+        and list(higher) == [nxt]
+    )
+
+
 def next_segment(
     *,
     path: str,
@@ -987,14 +998,7 @@ def next_segment(
         return Boundary(None, None, expected)
     where = successor_path or path
     if isinstance(header, LegacyHeaderInfo) and not end.closed:
-        # An open version 1 segment: only an empty open successor, left by a cutover that died, may follow.
-        leftover = (
-            isinstance(successor, LegacyHeaderInfo)
-            and not successor.closed
-            and successor.tail == LEGACY_FIRST_RECORD_OFFSET
-            and higher == [nxt]
-        )
-        if leftover:
+        if legacy_leftover(successor, nxt=nxt, higher=higher):
             return Boundary(None, None, expected)
         error = ChainBrokenError(
             f"version 1 segment {log} is open but segment {nxt} follows it",

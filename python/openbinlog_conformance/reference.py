@@ -12,8 +12,9 @@ import os
 from typing import Any
 
 from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, verify
-from openbinlog._format import LEGACY_FIRST_RECORD_OFFSET
-from openbinlog._verify import SegmentReport
+from openbinlog._format import HEADER_SIZE
+from openbinlog._segment import parse_header
+from openbinlog.walk import legacy_leftover
 
 from . import canonical
 
@@ -94,12 +95,19 @@ def torn_tail(directory: str) -> Json | None:
     last segment is absent, spec R-7); its commit point is the active slot's
     commit offset (version 2) or the last element position (version 1).
     """
-    segments = [segment for segment in verify(directory).segments if segment.state != "blank"]
+    listed = verify(directory).segments
+    segments = [segment for segment in listed if segment.state != "blank"]
     if not segments:
         return None
     last = segments[-1]
-    if len(segments) > 1 and _legacy_leftover(segments[-2], last):
-        last = segments[-2]  # the log ends at the open version 1 segment below the leftover (legacy-v1 B.4)
+    if len(segments) > 1 and last.version == 1 and segments[-2].version == 1 and segments[-2].state == "open":
+        # The log ends at an open version 1 segment below the leftover of a cutover (legacy-v1 B.4).
+        below = segments[-2]
+        with open(last.path, "rb") as handle:
+            successor = parse_header(handle.read(HEADER_SIZE), log=last.log)
+        higher = [segment.log for segment in listed if segment.log > below.log]
+        if legacy_leftover(successor, nxt=below.log + 1, higher=higher):
+            last = below
     assert last.commit_offset is not None
     with open(last.path, "rb") as handle:
         if last.commit_offset >= os.fstat(handle.fileno()).st_size:
@@ -109,18 +117,6 @@ def torn_tail(directory: str) -> Json | None:
             if any(chunk):
                 return {"log": last.log, "offset": str(last.commit_offset)}
     return None
-
-
-def _legacy_leftover(below: SegmentReport, last: SegmentReport) -> bool:
-    """``last`` is the empty open version 1 leftover of a cutover that died above open version 1 ``below``."""
-    return (
-        below.version == 1
-        and last.version == 1
-        and below.state == "open"
-        and last.state == "open"
-        and last.log == below.log + 1
-        and last.commit_offset == LEGACY_FIRST_RECORD_OFFSET
-    )
 
 
 def write_log(directory: str, spec: Json) -> Json:

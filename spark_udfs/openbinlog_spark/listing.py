@@ -70,9 +70,12 @@ def _modified(info: dict[str, Any]) -> float | None:
     return None
 
 
-def _segment_below(root: str, path: str) -> bool:
+def _segment_below(root: str, path: str) -> re.Match[str] | None:
+    """The segment-name match of ``path`` (R-1, the core's rule), unless it or a directory above it is hidden."""
     relative = posixpath.relpath(path, root).split("/")
-    return SEGMENT_NAME.match(relative[-1]) is not None and not any(_hidden(part) for part in relative)
+    if any(_hidden(part) for part in relative if part != "."):
+        return None
+    return SEGMENT_NAME.match(relative[-1])
 
 
 def _hidden(name: str) -> bool:
@@ -111,7 +114,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                 root = match.rstrip("/")
                 entries = fs.find(root, detail=True, withdirs=True)
                 if (
-                    not any(_segment_below(root, name) for name in entries)
+                    not any(_segment_below(root, path) for path in entries)
                     and posixpath.join(root, LOCK_NAME) not in entries
                 ):
                     # Spec R-42: a directory with neither a segment nor LOCK is not a log, never an empty one.
@@ -123,10 +126,9 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
             if options.base_path is not None:
                 base = storage.filesystem(options.base_path)[1].rstrip("/")
             for file_path, file_info in entries.items():
-                relative = posixpath.relpath(file_path, root).split("/")
-                name = relative[-1]
-                hit = SEGMENT_NAME.match(name)  # the one rule of R-1, shared with the core
-                if hit is None or any(_hidden(part) for part in relative if part != "."):
+                name = posixpath.basename(file_path)
+                hit = _segment_below(root, file_path)
+                if hit is None:
                     continue
                 if file_info.get("type") == "directory":
                     # A segment that cannot be read is an I/O error, never a gap (spec R-20).

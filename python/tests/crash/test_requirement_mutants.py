@@ -15,13 +15,9 @@ maps every W-n to one or the other.
 """
 
 from __future__ import annotations
-import __future__
 
 import fcntl
-import inspect
 import itertools
-import sys
-import textwrap
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +28,7 @@ import test_faults as fault_tests
 import test_maintenance as maintenance_tests
 import test_protocol as protocol_tests
 import test_writer as writer_tests
+from decisions import Edit, mutated
 from logtools import FaultyFileSystem
 
 import openbinlog._maintenance as maintenance
@@ -47,31 +44,8 @@ from .checker import CrashChecker, describe, log_problems, publication_problems,
 from .fs_trace import Trace
 from .workloads import LOG, Append, Cutover, Step, run, singles, small_workloads
 
-Edit = tuple[str, str] | tuple[str, str, int]  # old, new and how often old occurs (once unless said)
 THREE = singles(1, (5, 0, 17))  # the smallest workload that commits more than one batch
 WAIT = 2.0  # seconds a second writer is given to get past a lock it must not get past
-
-
-def mutated(function: Callable[..., Any], *edits: Edit) -> Callable[..., Any]:
-    """``function`` compiled again from its own source with each edit made: a mutant of the reference.
-
-    An edit whose text does not occur as often as said fails loudly, so a
-    mutant never silently tests code the reference no longer has.
-    """
-    source = textwrap.dedent(inspect.getsource(function))
-    for old, new, *times in edits:
-        expected = times[0] if times else 1
-        found = source.count(old)
-        if found != expected:
-            raise ValueError(f"{function.__qualname__}: {old!r} occurs {found} times in its source, not {expected}")
-        source = source.replace(old, new)
-    module = sys.modules[function.__module__]
-    flags = __future__.annotations.compiler_flag
-    code = compile(source, f"<mutant of {function.__qualname__}>", "exec", flags=flags, dont_inherit=True)
-    namespace: dict[str, Any] = {}
-    exec(code, vars(module), namespace)  # the module's globals: the mutant resolves names as the original does
-    new_function: Callable[..., Any] = namespace[function.__name__]
-    return new_function
 
 
 def mutate(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, *edits: Edit) -> None:
