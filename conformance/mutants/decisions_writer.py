@@ -11,7 +11,7 @@ import re
 
 from decisions import Registry, replace, resource
 
-from openbinlog import _recovery, _segment, _verify, _writer, walk
+from openbinlog import _commit, _recovery, _recovery_exec, _segment, _verify, walk
 from openbinlog._reader import Reader
 from openbinlog.errors import BinlogError, BinlogIOError
 
@@ -204,7 +204,11 @@ def _recover_seals_despite_gap() -> None:
 )
 def _recover_no_successor_for_sealed() -> None:
     _recovery.LastSegment.create_successor = property(lambda self: False)
-    resource(_writer, "Writer._prepare", ("    if commit.closed:", "    if commit.closed and self._creates_log:"))
+    resource(
+        _recovery_exec,
+        "RecoveryMixin._prepare",
+        ("    if commit.closed:", "    if commit.closed and self._creates_log:"),
+    )
 
 
 @mutant(
@@ -235,8 +239,8 @@ def _recover_no_truncate_zero_tail() -> None:
 )
 def _preallocated_eager_cutover() -> None:
     resource(
-        _writer,
-        "Writer._commit_some",
+        _commit,
+        "CommitMixin._commit_some",
         (
             "full = bool(rest) or (",
             "full = bool(rest) or (capacity is not None and capacity - commit.commit_offset < 40) or (",
@@ -252,7 +256,9 @@ def _preallocated_eager_cutover() -> None:
     pinned_by=("may.writer.write.preallocated_refuse_record_too_large",),
 )
 def _preallocated_cutover_then_refuse() -> None:
-    resource(_writer, "Writer._commit_some", ("if HEADER_SIZE + len(record) > capacity:", "if offset == HEADER_SIZE:"))
+    resource(
+        _commit, "CommitMixin._commit_some", ("if HEADER_SIZE + len(record) > capacity:", "if offset == HEADER_SIZE:")
+    )
 
 
 @mutant(

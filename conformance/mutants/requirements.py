@@ -22,7 +22,7 @@ from typing import Any
 
 from decisions import Edit, Mutant, mutated, replace
 
-from openbinlog import _records, _recovery, _segment, _writer, errors
+from openbinlog import _commit, _records, _recovery, _segment, errors
 from openbinlog._format import SLOT_OFFSETS
 from openbinlog._recovery import FdSource
 from openbinlog._segment import CommitState, SegmentHeaderInfo
@@ -53,13 +53,13 @@ def _function(module: Any, name: str, *edits: Edit) -> Callable[[], None]:
 def _slot_over_the_active_one() -> None:
     """The writer puts generation g+1 where generation g is (the slot codec itself, and its other users, untouched)."""
     name = "encode_slot"
-    original: Callable[[CommitState], tuple[int, bytes]] = getattr(_writer, name)
+    original: Callable[[CommitState], tuple[int, bytes]] = getattr(_commit, name)
 
     def encode_slot(commit: CommitState) -> tuple[int, bytes]:
         _at, raw = original(commit)
         return SLOT_OFFSETS[(commit.generation + 1) % 2], raw
 
-    setattr(_writer, name, encode_slot)  # the writer's binding only
+    setattr(_commit, name, encode_slot)  # the writer's binding only
 
 
 def _no_cutover_temp_name() -> None:

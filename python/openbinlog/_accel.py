@@ -19,6 +19,7 @@ from ._crc import MASK_DELTA
 from ._format import FRAME_DATA, MAX_RECORD_LENGTH, MIN_RECORD_LENGTH, NO_ASQN, RECORD_HEADER, RECORD_HEADER_SIZE
 
 if TYPE_CHECKING:
+    from ._buffer import RecordBuffer as RecordBufferType
     from ._native import Verifier as NativeVerifier
 
 PURE_PYTHON_VARIABLE = "OPENBINLOG_PURE_PYTHON"
@@ -38,6 +39,7 @@ _PROBE_FIELDS = (
 
 walk_lengths: Callable[[bytes, int], tuple[bytes, bytes, bytes, int]] | None = None
 Verifier: type[NativeVerifier[Any]] | None = None
+RecordBuffer: Callable[..., RecordBufferType] | None = None
 # Why the pure-Python decoder runs, or None when the compiled one does. A missing module is silent (a machine
 # without Rust installs the pure package); build_info() tells.
 PURE_REASON: str | None
@@ -63,7 +65,7 @@ else:
             _native.MASK_DELTA,
         )
         if _native_constants == _constants and _native.read_header(_probe) == _PROBE_FIELDS:
-            walk_lengths, Verifier = _native.walk_lengths, _native.Verifier
+            walk_lengths, Verifier, RecordBuffer = _native.walk_lengths, _native.Verifier, _native.RecordBuffer
             PURE_REASON = None
         else:
             PURE_REASON = "openbinlog._native disagrees with the record layout or constants"

@@ -1,6 +1,6 @@
 """The compiled accelerator (``python/native``); use it through ``openbinlog._accel`` only."""
 
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 _Entry = TypeVar("_Entry")
 
@@ -35,3 +35,24 @@ class Verifier(Generic[_Entry]):
         /,
     ) -> tuple[list[_Entry], int, int, int, int]:
         """Entries of ``buf[pos:end]``, then the buffer position, offset, next index and last asqn after them."""
+
+class RecordBuffer:
+    """``openbinlog._buffer.PureRecordBuffer`` in compiled code."""
+
+    def __init__(
+        self,
+        ref_type: type,
+        log: int,
+        start: int,
+        next_index: int,
+        last_asqn: int,
+        last_timestamp_us: int,
+        end_limit: int,
+        size_limit: int,
+        buffer_bytes: int,
+        /,
+    ) -> None: ...
+    def append(self, payload: object, asqn: object, now_us: int | None, /) -> Any: ...
+    def take(self, close: bool, /) -> tuple[bytes, int, int, int, int]: ...
+    def pending(self) -> int: ...
+    def age(self) -> float: ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from construct import ConstructError
 
@@ -16,22 +16,31 @@ _U4 = 2**32
 _U8 = 2**64
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Ref:
+class _RefFields(NamedTuple):
+    log: int
+    offset: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index, which a ref has no use for
+
+
+class Ref(_RefFields):
     """Where a record lives: its segment's log number, its byte offset, its index.
 
     The text form is ``LOG:OFFSET:INDEX`` in decimal (``1:256:1``); the binary
     form is 20 bytes, big-endian ``u4 u8 u8``. A ref is checked when a reader
     resumes from it: the record at that offset must carry that index.
+
+    A named tuple rather than a frozen dataclass: a writer returns one per
+    append, and a buffered append costs less than building a frozen dataclass.
+    Writers build theirs with ``tuple.__new__(Ref, fields)``, skipping the range
+    check their fields cannot fail.
     """
 
-    log: int
-    offset: int
-    index: int
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if not (0 < self.log < _U4 and 0 <= self.offset < _U8 and 0 <= self.index < _U8):
-            raise InvalidRefError(f"ref fields out of range: {self.log}:{self.offset}:{self.index}")
+    def __new__(cls, log: int, offset: int, index: int) -> Ref:
+        if not (0 < log < _U4 and 0 <= offset < _U8 and 0 <= index < _U8):
+            raise InvalidRefError(f"ref fields out of range: {log}:{offset}:{index}")
+        return super().__new__(cls, log, offset, index)
 
     def __str__(self) -> str:
         return f"{self.log}:{self.offset}:{self.index}"

@@ -23,7 +23,8 @@ class BuildInfo:
     python: str  # e.g. "3.11.7 (CPython)"
     decoder: Literal["compiled", "pure Python"]  # the record decoder the Reader and verify use
     decoder_note: str | None  # why the decoder is pure Python ("openbinlog._native not built", ...); None if compiled
-    encoder: Literal["pure Python"]  # the Writer's record encoding (there is no compiled encoder)
+    # The process mode's record encoder (_buffer): compiled with the decoder; the other modes encode in Python.
+    encoder: Literal["compiled", "pure Python"]
     extras: dict[str, bool]  # each optional extra ("zstd", "arrow", "spark"): installed or not
 
     def as_dict(self) -> dict[str, Any]:
@@ -39,6 +40,6 @@ def build_info() -> BuildInfo:
         python=f"{platform.python_version()} ({platform.python_implementation()})",
         decoder="compiled" if _accel.PURE_REASON is None else "pure Python",
         decoder_note=_accel.PURE_REASON,
-        encoder="pure Python",
+        encoder="compiled" if _accel.RecordBuffer is not None else "pure Python",
         extras=extras_present(),
     )

@@ -129,3 +129,25 @@ seek_logs = st.tuples(
     ),
     st.integers(min_value=0, max_value=3),
 )
+
+# What a process-mode buffer is asked to do (test_record_buffer.py): appends (a payload or a value
+# that is no plain payload, an asqn or a value that is no plain asqn, a clock reading) and takes.
+_odd_values = st.sampled_from([True, 2**63, -2, 1.5, "text", None])
+buffer_appends = st.tuples(
+    st.one_of(small_payloads, small_payloads.map(bytearray), st.just("text")),
+    st.one_of(st.just(-1), st.integers(min_value=0, max_value=40), _odd_values),
+    st.integers(min_value=0, max_value=2**40),  # None, the system clock, is tested apart: it cannot repeat
+)
+buffer_operations = st.lists(
+    st.one_of(buffer_appends, st.sampled_from(["take", "take-and-close"])), min_size=1, max_size=40
+)
+# A buffer's starting state: start offset, next index, last asqn, last timestamp, end and size limits, buffer bytes.
+buffer_states = st.tuples(
+    st.integers(min_value=256, max_value=4096),
+    st.one_of(st.integers(min_value=1, max_value=1000), st.just(2**64 - 2)),
+    st.integers(min_value=-1, max_value=20),
+    st.integers(min_value=0, max_value=2**40),
+    st.one_of(st.just(2**64 - 1), st.integers(min_value=300, max_value=3000)),
+    st.one_of(st.just(2**64 - 1), st.integers(min_value=300, max_value=3000)),
+    st.integers(min_value=1, max_value=2000),
+)

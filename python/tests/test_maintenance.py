@@ -45,7 +45,7 @@ from openbinlog._segment import (
 from openbinlog._segment_file import LocalDirectory
 from openbinlog._stat import stat
 from openbinlog._subscribers import fix_checkpoints
-from openbinlog._writer import MAX_LOG_NUMBER
+from openbinlog._writer_base import MAX_LOG_NUMBER
 
 __all__ = ["log_dir"]
 

@@ -78,6 +78,14 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "W-36": ("pytest:test_w36_compression_file_not_held_is_caught",),
     "W-37": ("pytest:test_w37_clean_up_before_the_refusal_is_caught",),
     "W-38": ("pytest:test_w38_replaced_lock_unnoticed_is_caught",),
+    "W-39": (
+        "pytest:test_w39_ordinary_writer_relying_on_its_own_slot_is_caught",
+        "pytest:test_w39_exclusive_writer_releasing_the_lock_between_batches_is_caught",
+    ),
+    "W-40": (
+        "pytest:test_w40_flush_publishing_before_its_sync_is_caught",
+        "pytest:test_w40_cutover_without_committing_the_buffer_is_caught",
+    ),
 }
 
 

@@ -53,6 +53,7 @@ ORDER = (
     "W1",
     "W1.space",
     "W1.ceiling",
+    "W1.exclusive",
     "W2",
     "W2.floor",
     "W3",
@@ -60,6 +61,8 @@ ORDER = (
     "W4",
     "W4.floor",
     "W4.encode",
+    "W4.exclusive",
+    "W5",
     "R1",
     "R1.codec",
     "R1.floor",
@@ -72,10 +75,13 @@ ORDER = (
     "C1",
     "C2",
     "S1",
+    "S1.exclusive",
     "S2",
     "S3",
     "S4",
+    "S4.exclusive",
     "S5",
+    "S6",
 )
 
 
@@ -120,11 +126,11 @@ def run(plan: Plan, out: Path, sections: set[str], skip_spark: str | None) -> tu
             # Before the writes: S5 reads the R1 log as built. The appends, like C2, on the smallest logs only.
             for log in logs:
                 appends = log.log_size == min(plan.log_sizes)
-                progress(f"{'S1 to S5' if appends else 'S5'}: SQLite side by side on {log.path.name}", started)
+                progress(f"{'S1 to S6' if appends else 'S5'}: SQLite side by side on {log.path.name}", started)
                 rows.extend(measure_sqlite(log, plan, work / "scratch", appends=appends))
         if "writes" in sections:
             for log in logs:
-                progress(f"W1 to W4 on {log.path.name}", started)
+                progress(f"W1 to W5 on {log.path.name}", started)
                 rows.extend(measure_writes(log, plan, work / "scratch"))
         if "recovery" in sections:
             for log in logs:

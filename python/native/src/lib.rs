@@ -20,6 +20,8 @@
     clippy::arithmetic_side_effects
 )]
 
+mod buffer;
+
 use std::ffi::c_void;
 
 use crc32c::crc32c;
@@ -189,7 +191,7 @@ fn read_header(data: &Bound<'_, PyBytes>) -> PyResult<(u32, u8, u8, u16, u64, i6
 ///
 /// # Safety
 /// `F` must be the function pointer type the C API documents for `slot`.
-unsafe fn type_slot<F: Copy>(type_object: &Bound<'_, PyType>, slot: std::ffi::c_int) -> Option<F> {
+pub(crate) unsafe fn type_slot<F: Copy>(type_object: &Bound<'_, PyType>, slot: std::ffi::c_int) -> Option<F> {
     if std::mem::size_of::<Option<F>>() != std::mem::size_of::<*mut c_void>() {
         return None;
     }
@@ -406,5 +408,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(walk_lengths, module)?)?;
     module.add_function(wrap_pyfunction!(read_header, module)?)?;
     module.add_class::<Verifier>()?;
+    module.add_class::<buffer::RecordBuffer>()?;
     Ok(())
 }

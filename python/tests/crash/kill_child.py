@@ -22,6 +22,7 @@ import argparse
 import os
 import signal
 from dataclasses import dataclass
+from typing import Any
 
 from openbinlog import HEADER_SIZE, Writer
 from openbinlog._fs import OsFileSystem
@@ -148,6 +149,7 @@ class ChildOptions:
     stop_at: int | None = None
     header_before_data: bool = False  # a broken writer, for the test of the tests
     appends: int = 10_000  # exit normally after so many
+    durability: str = "sync"  # "process": appends are acknowledged by the flush() after them (W-40)
 
 
 def run_child(directory: str, options: ChildOptions, out_fd: int) -> None:
@@ -159,9 +161,12 @@ def run_child(directory: str, options: ChildOptions, out_fd: int) -> None:
     fs = ChildFileSystem(
         writeback=options.writeback, stop_at=options.stop_at, header_before_data=options.header_before_data
     )
-    with Writer(directory, fs=fs) as writer:
+    buffered = options.durability == "process"
+    extra: dict[str, Any] = {"flush_interval": 3600} if buffered else {}
+    with Writer(directory, fs=fs, durability=options.durability, **extra) as writer:  # type: ignore[arg-type]
         say("opened")
         n = 0
+        unflushed: list[str] = []
         for count in range(1, options.appends + 1):
             if options.batch_every and count % options.batch_every == 0:
                 refs = writer.append_many([child_payload(options.child, n + 1), child_payload(options.child, n + 2)])
@@ -169,7 +174,13 @@ def run_child(directory: str, options: ChildOptions, out_fd: int) -> None:
                 refs = [writer.append(child_payload(options.child, n + 1))]
             for ref in refs:
                 n += 1
-                say(f"ack {ref.index} {options.child} {n}")
+                unflushed.append(f"ack {ref.index} {options.child} {n}")
+            if not buffered or count % 3 == 0:
+                if buffered:
+                    writer.flush()
+                for line in unflushed:
+                    say(line)
+                unflushed.clear()
             if options.cutover_every and count % options.cutover_every == 0:
                 say("cutover-begin")
                 writer.cutover()
@@ -184,6 +195,7 @@ def main() -> None:
     parser.add_argument("--writeback", action="store_true")
     parser.add_argument("--stop-at", type=int, default=None)
     parser.add_argument("--appends", type=int, default=10_000)
+    parser.add_argument("--durability", default="sync")
     args = parser.parse_args()
     options = ChildOptions(
         args.child,
@@ -191,6 +203,7 @@ def main() -> None:
         writeback=args.writeback,
         stop_at=args.stop_at,
         appends=args.appends,
+        durability=args.durability,
     )
     run_child(args.directory, options, 1)
 

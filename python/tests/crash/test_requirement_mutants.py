@@ -32,7 +32,9 @@ from decisions import Edit, mutated
 from logtools import FaultyFileSystem
 
 import openbinlog._maintenance as maintenance
-from openbinlog import BinlogError, Writer, verify
+from openbinlog import BinlogError, Reader, Writer, verify
+from openbinlog import _commit as commit_module
+from openbinlog import _cutover as cutover_module
 from openbinlog import _fs as fs_module
 from openbinlog import _writer as writer_module
 from openbinlog._format import HEADER_SIZE
@@ -42,7 +44,7 @@ from openbinlog._writer import _DirectoryLock
 from . import test_failed_syncs as failed_sync_tests
 from .checker import CrashChecker, describe, log_problems, publication_problems, read_log
 from .fs_trace import Trace
-from .workloads import LOG, Append, Cutover, Step, run, singles, small_workloads
+from .workloads import LOG, Append, Cutover, Flush, Step, run, singles, small_workloads
 
 THREE = singles(1, (5, 0, 17))  # the smallest workload that commits more than one batch
 WAIT = 2.0  # seconds a second writer is given to get past a lock it must not get past
@@ -170,6 +172,11 @@ def overlapping_commit_problems(log: Path, first: Writer, rendezvous: Rendezvous
     rendezvous.meanwhile = meanwhile
     acknowledged.append((first.append(b"first").index, b"first"))
     other.join(30)
+    return acknowledged_problems(log, acknowledged)
+
+
+def acknowledged_problems(log: Path, acknowledged: list[tuple[int, bytes]]) -> list[str]:
+    """As the concurrency tests judge: no index acknowledged twice, every acknowledged record read back."""
     problems: list[str] = []
     indexes = [index for index, _ in acknowledged]
     if len(set(indexes)) < len(indexes):
@@ -191,11 +198,72 @@ def two_writers_problems(log: Path, rendezvous: Rendezvous) -> list[str]:
         return overlapping_commit_problems(log, first, rendezvous, second)
 
 
+def alternating_writers_problems(log: Path) -> list[str]:
+    """Two ordinary writers on one log, each with its own lock descriptor, commit in turns.
+
+    Each batch must start from the active slot as the other writer left it
+    (steps 1 to 5 of 6.2): none may rely on the slot it published itself (W-39).
+    """
+    acknowledged: list[tuple[int, bytes]] = []
+    with Writer(log) as first, Writer(log) as second:
+        for writer, data in ((first, b"a1"), (second, b"b1"), (first, b"a2"), (second, b"b2")):
+            acknowledged.append((writer.append(data).index, data))
+    return acknowledged_problems(log, acknowledged)
+
+
+def exclusive_writer_problems(log: Path) -> list[str]:
+    """An ordinary writer opens the log between two batches of an exclusive writer.
+
+    The exclusive writer holds the lock from open to close (6.7, W-39): the
+    other waits until it is closed, then appends after its records.
+    """
+    acknowledged: list[tuple[int, bytes]] = []
+
+    def second_appends() -> None:
+        with Writer(log) as second:
+            acknowledged.append((second.append(b"second").index, b"second"))
+
+    other = threading.Thread(target=second_appends)
+    with Writer(log, exclusive=True) as first:
+        acknowledged.append((first.append(b"first-1").index, b"first-1"))
+        other.start()
+        other.join(WAIT)
+        acknowledged.append((first.append(b"first-2").index, b"first-2"))
+    other.join(30)
+    assert not other.is_alive(), "the second writer never got the lock"
+    return acknowledged_problems(log, acknowledged)
+
+
+def cutover_in_process_mode_problems(log: Path) -> list[str]:
+    """In the process mode, records appended before a cutover precede the successor's: they are committed first
+    (W-40), whether the application cuts over or a record that does not fit a preallocated segment does."""
+    problems: list[str] = []
+    for name, options, before, after in (
+        ("cutover()", {}, [b"a", b"b"], [b"c"]),
+        ("capacity", {"preallocate": 320}, [b"a" * 20, b"b" * 20], [b"c" * 20]),
+    ):
+        with Writer(log / name, durability="process", flush_interval=3600, **options) as writer:
+            for data in before:
+                writer.append(data)
+            if name == "cutover()":
+                writer.cutover()
+            for data in after:
+                writer.append(data)
+        with Reader(log / name) as reader:
+            read = [(entry.index, entry.payload) for entry in reader]
+        expected = list(enumerate([*before, *after], start=1))
+        if read != expected:
+            problems.append(f"{name}: read back {read}, appended {expected}")
+        problems += [f"{name}: verify: {damage}" for damage in verify(log / name).damage]
+    return problems
+
+
 # -- W-1 to W-20 ----------------------------------------------------------------------------------------------------
 
 
 def test_w01_segment_beyond_99999999_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(writer_module, "MAX_LOG_NUMBER", 100_000_000)  # one more: a nine-digit segment name
+    for module in (writer_module, commit_module, cutover_module):  # every module that checks the limit
+        monkeypatch.setattr(module, "MAX_LOG_NUMBER", 100_000_000)  # one more: a nine-digit segment name
     failure_of(maintenance_tests.test_no_segment_is_created_beyond_99999999, tmp_path / "log")
 
 
@@ -431,3 +499,68 @@ def test_w37_clean_up_before_the_refusal_is_caught(tmp_path: Path, monkeypatch: 
 def test_w38_replaced_lock_unnoticed_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mutate(monkeypatch, Writer, "_take_lock", ("if self._fs.names(self._lock_path, self._lock_identity):", "if True:"))
     failure_of(maintenance_tests.test_a_deleted_lock_does_not_let_two_writers_commit_at_once, tmp_path / "log")
+
+
+# -- W-39 and W-40 --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.spec("W-39")
+def test_w39_ordinary_writer_relying_on_its_own_slot_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A writer that releases the lock after each batch, yet skips steps 1 to 5 as an exclusive writer does.
+    assert alternating_writers_problems(tmp_path / "reference") == []
+    mutate(monkeypatch, Writer, "_prepare", ("if self._lock_held:", "if True:"))
+    mutate(monkeypatch, Writer, "_commit", ("if self._lock_held:", "if True:"))
+    problems = alternating_writers_problems(tmp_path / "log")
+    assert any("two appends acknowledged with one index" in problem for problem in problems), problems
+    assert any("acknowledged record lost" in problem for problem in problems), problems
+
+
+@pytest.mark.spec("W-39")
+def test_w39_exclusive_writer_releasing_the_lock_between_batches_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert exclusive_writer_problems(tmp_path / "reference") == []
+    # Every commit ends by unlocking LOCK; the exclusive writer goes on relying on the slot it published.
+    mutate(monkeypatch, _DirectoryLock, "__exit__", ("if not writer._lock_held:", "if True:"))
+    problems = exclusive_writer_problems(tmp_path / "log")
+    assert any("two appends acknowledged with one index" in problem for problem in problems), problems
+
+
+@pytest.mark.spec("W-40")
+def test_w40_flush_publishing_before_its_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # flush() and close() still sync before they return, but only after publishing the buffer's commit point.
+    options = {"durability": "process", "flush_interval": 3600}
+    steps: list[Step] = [*singles(1, (5, 0, 17)), Flush(), *singles(4, (9,)), Flush()]
+    reference = CrashChecker(tmp_path / "s1", "process flush", options)
+    reference.run(record(tmp_path / "reference", steps, **options), ("P1",), cap=16)
+    assert reference.results["P1"].states > 0
+    assert not reference.results["P1"].violations, reference.results["P1"].violations[:5]
+    mutate(
+        monkeypatch,
+        Writer,
+        "_commit_buffer_locked",
+        ("if sync:", "if False:"),
+        (
+            "self._known = (segment, commit)\n",
+            "self._known = (segment, commit)\n        if sync:\n            self._fs.fdatasync(segment.fd)\n",
+        ),
+    )
+    checker = CrashChecker(tmp_path / "s2", "process flush publishing first", options)
+    checker.run(record(tmp_path / "recorded", steps, **options), ("P1",), cap=16)
+    assert checker.results["P1"].violations, "a commit point published before its records were synced went unnoticed"
+
+
+@pytest.mark.spec("W-40")
+def test_w40_cutover_without_committing_the_buffer_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cutover_in_process_mode_problems(tmp_path / "reference") == []
+    # Both cutovers of the process mode: cutover() and the one a record that does not fit asks for.
+    mutate(monkeypatch, Writer, "cutover", ("self._commit_buffer_locked(sync=True, close=True)", "pass"))
+    mutate(
+        monkeypatch,
+        Writer,
+        "_cut_over_buffered",
+        ("segment, commit = self._commit_buffer_locked(sync=True, close=True)", "segment, commit = self._known"),
+    )
+    problems = cutover_in_process_mode_problems(tmp_path / "log")
+    assert any("cutover()" in problem for problem in problems), problems
+    assert any("capacity" in problem for problem in problems), problems

@@ -142,6 +142,7 @@ class Campaign:
     rng: random.Random
     name: str
     header_before_data: bool = False  # a broken writer, for the test of the tests
+    durability: str = "sync"
     acked: dict[int, bytes] = field(default_factory=dict)
     phases: Counter[str] = field(default_factory=Counter)
     result: ModelResult = field(default_factory=ModelResult)
@@ -156,6 +157,7 @@ class Campaign:
             writeback=self.writeback,
             stop_at=stop_at,
             header_before_data=self.header_before_data,
+            durability=self.durability,
         )
 
     def kill_one(self, child: int, *, exec_it: bool = False) -> None:
@@ -218,11 +220,14 @@ class Campaign:
         self.result.record(self.name, self.directory.name, "after the final recovery", problems)
 
 
-def run_campaigns(tmp_path: Path, *, writeback: bool, logs: int, children: int, seed: int) -> list[Campaign]:
+def run_campaigns(
+    tmp_path: Path, *, writeback: bool, logs: int, children: int, seed: int, durability: str = "sync"
+) -> list[Campaign]:
     rng = random.Random(seed)
     campaigns = []
     for number in range(logs):
-        campaign = Campaign(tmp_path / f"log{number}", writeback, rng, "SIGKILL write-back" if writeback else "SIGKILL")
+        name = "SIGKILL write-back" if writeback else "SIGKILL"
+        campaign = Campaign(tmp_path / f"log{number}", writeback, rng, name, durability=durability)
         for child in range(1, children + 1):
             campaign.kill_one(child)
         campaign.finish()
@@ -256,6 +261,23 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
     assert sum(phases.values()) == logs * children
     # The kills must really land inside recovery and cutover, not only between appends.
     assert phases["recovery"] >= 5 and phases["cutover"] >= 5 and phases["append"] >= 5, phases
+
+
+@pytest.mark.spec("W-40")
+@pytest.mark.parametrize("writeback", [False, True], ids=["page-cache", "write-back"])
+def test_sigkill_of_process_mode_writers_loses_no_flushed_record(
+    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_crash_run: bool
+) -> None:
+    """The process mode: a record is acknowledged once a flush() after it returned; those survive every kill."""
+    started = time.monotonic()
+    logs, children = (20, 15) if full_crash_run else (6, 10)
+    campaigns = run_campaigns(
+        tmp_path, writeback=writeback, logs=logs, children=children, seed=11 + writeback, durability="process"
+    )
+    label = "SIGKILL process mode, " + ("write-back (power loss)" if writeback else "page cache")
+    phases = _report(campaigns, label, crash_summary, started)
+    assert sum(phases.values()) == logs * children
+    assert sum(len(campaign.acked) for campaign in campaigns) > 0
 
 
 def test_sigkill_of_the_standalone_child_script(tmp_path: Path, crash_summary: CrashSummary) -> None:

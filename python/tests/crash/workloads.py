@@ -34,7 +34,14 @@ class Cutover:
     writer: int = 0
 
 
-Step = Append | Cutover
+@dataclass(frozen=True)
+class Flush:
+    """``Writer.flush()``: in the process mode, what acknowledges the appends before it (W-40)."""
+
+    writer: int = 0
+
+
+Step = Append | Cutover | Flush
 
 
 @dataclass
@@ -88,6 +95,8 @@ def run(
     trace.base_acked = len(existing)
     clock = deterministic_clock()
     writers: dict[int, Writer] = {}
+    buffered = writer_options.get("durability") == "process"  # appends are acknowledged by flush()
+    last_index = 0
     try:
         for step in steps:
             if step.writer not in writers:
@@ -97,13 +106,20 @@ def run(
                 recorder.mark("cutover")
                 writer.cutover()
                 continue
+            if isinstance(step, Flush):
+                writer.flush()
+                if last_index:
+                    recorder.mark("ack", last_index)
+                continue
             trace.expected += step.records
             if len(step.records) == 1:
                 (data, asqn), *_ = step.records
                 refs = [writer.append(data, asqn=asqn)]
             else:
                 refs = writer.append_many(step.records)
-            recorder.mark("ack", refs[-1].index)
+            last_index = refs[-1].index
+            if not buffered:
+                recorder.mark("ack", last_index)
     finally:
         for writer in writers.values():
             writer.close()
@@ -152,6 +168,37 @@ def small_workloads() -> list[Workload]:
     workloads.append(
         Workload(
             "strict", [*singles(1, SMALL_SIZES[:5]), Cutover(), *singles(6, SMALL_SIZES[5:])], {"durability": "strict"}
+        )
+    )
+    # An exclusive writer skips the checks of each batch after its first (W-39).
+    workloads.append(
+        Workload(
+            "exclusive", [*singles(1, SMALL_SIZES[:6]), Cutover(), *singles(7, SMALL_SIZES[6:])], {"exclusive": True}
+        )
+    )
+    # The process mode: appends wait in the buffer; flush() commits, syncs and acknowledges (W-40).
+    buffered = singles(1, SMALL_SIZES)
+    workloads.append(
+        Workload(
+            "process",
+            [*buffered[:3], Flush(), *buffered[3:5], Cutover(), *buffered[5:8], Flush(), *buffered[8:], Flush()],
+            {"durability": "process", "flush_interval": 3600},
+        )
+    )
+    workloads.append(
+        Workload(
+            "process-preallocated",
+            [*buffered[:6], Flush(), *buffered[6:], Flush()],
+            {"durability": "process", "flush_interval": 3600, "preallocate": 512},
+        )
+    )
+    # Commits by size publish without a sync, as the os mode does: process crashes only.
+    workloads.append(
+        Workload(
+            "process-small-buffer",
+            [*buffered[:5], Flush(), *buffered[5:], Flush()],
+            {"durability": "process", "flush_interval": 3600, "buffer_bytes": 60},
+            models=("P0",),
         )
     )
     return workloads

@@ -1,4 +1,4 @@
-"""S1 to S5: BinLog side by side with what users already have, SQLite in WAL mode as an event store.
+"""S1 to S6: BinLog side by side with what users already have, SQLite in WAL mode as an event store.
 
 The SQLite store is one table ``events (id INTEGER PRIMARY KEY, payload
 BLOB)`` through Python's ``sqlite3``. An append is one INSERT in autocommit
@@ -22,7 +22,17 @@ from .logs import BuiltLog, payloads
 from .measure import Row, Variant, compared, interleaved_rates, rate, side_by_side
 from .plan import Plan
 from .reads import reader_walk
-from .writes import AppendingProcesses, serve_appends, threaded_calls, writer_appends
+from .writes import (
+    EXCLUSIVE_OS,
+    EXCLUSIVE_SYNC,
+    PROCESS_MODE,
+    PROCESS_NOTE,
+    AppendingProcesses,
+    process_mode_appends,
+    serve_appends,
+    threaded_calls,
+    writer_appends,
+)
 
 CREATE = "CREATE TABLE events (id INTEGER PRIMARY KEY, payload BLOB)"
 INSERT = "INSERT INTO events (payload) VALUES (?)"
@@ -92,7 +102,7 @@ def _remove_database(database: Path) -> None:
 
 
 def measure_sqlite(log: BuiltLog, plan: Plan, scratch: Path, *, appends: bool) -> list[Row]:
-    """S5 on ``log``; with ``appends``, S1 to S4 too, appending to the log and to the database that mirrors it."""
+    """S5 on ``log``; with ``appends``, S1 to S4 and S6 too, appending to the log and to the database mirroring it."""
     size = log.record_size
     where: dict[str, Any] = dict(record_size=size, log_size=log.log_size)
     scratch.mkdir(parents=True, exist_ok=True)
@@ -124,7 +134,7 @@ def measure_sqlite(log: BuiltLog, plan: Plan, scratch: Path, *, appends: bool) -
 
 
 def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row]:
-    """S1 to S4: every pair in an interleaving of its own (a neighbour's load moves a figure, see writes.py)."""
+    """S1 to S4 and S6: every pair in an interleaving of its own (a neighbour's load moves a figure, see writes.py)."""
     size = log.record_size
     where: dict[str, Any] = dict(record_size=size, log_size=log.log_size)
     pool = payloads(size)
@@ -174,8 +184,36 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
                 rounds=rounds,
                 repeats=repeats,
             )
+        # Holding the lock from open to close: once the writers above, other processes' included, are closed.
+        with Writer(log.path, exclusive=True, verify_on_open=False) as writer:
+            s1_exclusive, s1_exclusive_sqlite = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.sync_appends),
+                    Variant(writer_appends(single, pool), plan.sync_appends),
+                ],
+                rounds=rounds,
+                repeats=repeats,
+            )
+        with Writer(log.path, durability="os", exclusive=True, verify_on_open=False) as writer:
+            s4_exclusive, s4_exclusive_sqlite = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.buffered_appends),
+                    Variant(writer_appends(unsynced, pool), plan.buffered_appends),
+                ],
+                rounds=rounds,
+                repeats=repeats,
+            )
+        s6, s6_sqlite = interleaved_rates(
+            [
+                Variant(process_mode_appends(log.path, pool), plan.buffered_appends),
+                Variant(writer_appends(unsynced, pool), plan.buffered_appends),
+            ],
+            rounds=rounds,
+            repeats=repeats,
+        )
         # A lost insert (a thread dead of an error) would inflate SQLite's rate: every commit must be there.
         per_round = plan.sync_appends + concurrent + plan.processes * plan.process_appends + plan.buffered_appends
+        per_round += plan.sync_appends + 2 * plan.buffered_appends  # S1.exclusive, S4.exclusive and S6
         if (stored := single.count()) != (expected := loaded + rounds * repeats * per_round):
             raise RuntimeError(f"{database}: {stored} rows after the appends, not {expected}")
     finally:
@@ -190,6 +228,9 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
     row = Row("S1", "durable appends/s, one writer", "appends/s", **where, versus=f"{durable_versus}, 1 connection")
     row.note = "durability sync against one INSERT per transaction (autocommit), fsync'd by SQLite on each commit"
     rows.append(compared(row, s1, s1_sqlite, bar=1.3))
+    row = Row("S1.exclusive", EXCLUSIVE_SYNC, "appends/s", **where, versus=f"{durable_versus}, 1 connection")
+    row.note = "Writer(exclusive=True), durability sync, the lock held from open to close, against S1's peer"
+    rows.append(compared(row, s1_exclusive, s1_exclusive_sqlite, bar=1.3))
     measure = f"durable appends/s, {plan.threads} threads, one writer"
     row = Row("S2", measure, "appends/s", **where, versus=f"{durable_versus}, {plan.threads} threads")
     row.note = "threads sharing one Writer against threads with a connection each, queued on busy_timeout"
@@ -201,6 +242,12 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
     row = Row("S4", "buffered appends/s (durability os)", "appends/s", **where, versus=f"{SQLITE}, synchronous=OFF")
     row.note = "no sync on either side: both survive a crash of the process, not of the machine"
     rows.append(compared(row, s4, s4_sqlite, bar=1.0))
+    row = Row("S4.exclusive", EXCLUSIVE_OS, "appends/s", **where, versus=f"{SQLITE}, synchronous=OFF")
+    row.note = "Writer(durability='os', exclusive=True), the lock held from open to close, against S4's peer"
+    rows.append(compared(row, s4_exclusive, s4_exclusive_sqlite, bar=1.0))
+    row = Row("S6", PROCESS_MODE, "appends/s", **where, versus=f"{SQLITE}, synchronous=OFF")
+    row.note = f"{PROCESS_NOTE}; against S4's peer, as many INSERTs, none synced"
+    rows.append(compared(row, s6, s6_sqlite, bar=5.0))
     return rows
 
 

@@ -1,10 +1,14 @@
-"""W1 to W4: appends per second, and the bare loops they are judged against.
+"""W1 to W5: appends per second, and the bare loops they are judged against.
 
 Every baseline writes the bytes the writer writes for one record (its
 40-byte header and the payload) to a fresh file in the same directory, so
 figure and baseline meet the same file system. All the durable contenders
 (W1, the seed's protocol, the bare loop, W2, W3) run interleaved in short
 rounds, and so do the buffered ones (W4, its baseline, the protocol floor).
+A writer that holds the log's lock from open to close (``exclusive=True``,
+and ``durability="process"``, which implies it) shuts every other writer of
+the log out, this process's included: each of those runs in an interleaving
+of its own, with a bare loop of its own, once the other writers are closed.
 """
 
 from __future__ import annotations
@@ -32,6 +36,14 @@ ZERO_CHUNK = bytes(1 << 20)
 WORKER_TIMEOUT = 300.0
 # Measured on a fresh log of its own, whatever the size of the log of its row.
 PREALLOCATED_W1 = "durable appends/s, one writer, preallocated segments"
+# The rows of the writer options, worded alike here and in sqlite.py.
+EXCLUSIVE_SYNC = "durable appends/s, one writer, exclusive"
+EXCLUSIVE_OS = "buffered appends/s (durability os), exclusive"
+PROCESS_MODE = "buffered appends/s (durability process)"
+PROCESS_NOTE = (
+    "Writer(durability='process'), the lock held from open to close: single appends, then close(), which "
+    "commits the buffer and syncs it once, timed together; opening is not timed"
+)
 
 
 class Appender(Protocol):
@@ -97,6 +109,19 @@ def bare_write(file: BaselineFile, record: bytes) -> Callable[[int], float]:
     return lambda count: _timed(write, count)
 
 
+def bare_writes_then_sync(file: BaselineFile, record: bytes) -> Callable[[int], float]:
+    """``count`` single os.write calls, then one fdatasync: what the process mode's appends and close do."""
+
+    def run(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            os.write(file.fd, record)
+        os.fdatasync(file.fd)
+        return time.perf_counter() - start
+
+    return run
+
+
 def protocol_syscalls(file: BaselineFile, record: bytes, lock_fd: int) -> Callable[[int], float]:
     """The system calls of one os-mode commit (spec 6.2) with no library code around them: lock,
     look for a successor, read the header, stat, write the record, write slot and mirror, unlock."""
@@ -134,6 +159,23 @@ def writer_appends(writer: Appender, pool: list[bytes]) -> Callable[[int], float
         start = time.perf_counter()
         for i in range(count):
             writer.append(pool[i % len(pool)])
+        return time.perf_counter() - start
+
+    return run
+
+
+def process_mode_appends(directory: Path, pool: list[bytes]) -> Callable[[int], float]:
+    """Each run on a process-mode writer of its own, opened untimed: ``count`` single appends, then
+    ``close`` (which commits what the writer buffered and syncs it), timed together."""
+
+    def run(count: int) -> float:
+        writer = Writer(directory, durability="process", verify_on_open=False)
+        start = time.perf_counter()
+        try:
+            for i in range(count):
+                writer.append(pool[i % len(pool)])
+        finally:
+            writer.close()
         return time.perf_counter() - start
 
     return run
@@ -291,7 +333,7 @@ def bare_append_worker(arguments: dict[str, Any]) -> None:
 
 
 def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
-    """W1 to W4 on one log (the writers append to it; the baselines write beside it)."""
+    """W1 to W5 on one log (the writers append to it; the baselines write beside it)."""
     size = log.record_size
     where: dict[str, Any] = dict(record_size=size, log_size=log.log_size)
     pool = payloads(size)
@@ -406,6 +448,42 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
         lock_path.unlink()
         bare_file.close()
         floor_file.close()
+    # Holding the lock from open to close: after every other writer of the log is closed, each in its own pair.
+    exclusive_file = BaselineFile(scratch / "exclusive-sync.dat")
+    try:
+        with Writer(log.path, exclusive=True, verify_on_open=False) as writer:
+            w1_exclusive, exclusive_bare = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.sync_appends),
+                    Variant(bare_write_sync(exclusive_file, record), plan.sync_appends),
+                ],
+                rounds=plan.rounds,
+                repeats=plan.repeats,
+            )
+    finally:
+        exclusive_file.close()
+    exclusive_file, process_file = BaselineFile(scratch / "exclusive-write.dat"), BaselineFile(scratch / "process.dat")
+    try:
+        with Writer(log.path, durability="os", exclusive=True, verify_on_open=False) as writer:
+            w4_exclusive, exclusive_writes = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.buffered_appends),
+                    Variant(bare_write(exclusive_file, record), plan.buffered_appends),
+                ],
+                rounds=plan.rounds,
+                repeats=plan.repeats,
+            )
+        w5, process_writes = interleaved_rates(
+            [
+                Variant(process_mode_appends(log.path, pool), plan.buffered_appends),
+                Variant(bare_writes_then_sync(process_file, record), plan.buffered_appends),
+            ],
+            rounds=plan.rounds,
+            repeats=plan.repeats,
+        )
+    finally:
+        exclusive_file.close()
+        process_file.close()
     measure = "buffered appends/s (durability os)"
     rows.append(compared(Row("W4", measure, "appends/s", **where, versus="bare os.write"), w4, writes, bar=0.5))
     row = Row("W4.floor", "the system calls of an os-mode commit alone", "appends/s", **where, versus="bare os.write")
@@ -415,4 +493,13 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     row.versus = "bare os.write"
     row.note = "encode_record alone: what an append would cost if its writes were free"
     rows.append(compared(row, encoding, writes))
+    row = Row("W1.exclusive", EXCLUSIVE_SYNC, "appends/s", **where, versus="bare write+fdatasync")
+    row.note = "Writer(exclusive=True), durability sync: the lock held from open to close, not taken per commit"
+    rows.append(compared(row, w1_exclusive, exclusive_bare, bar=0.85))
+    row = Row("W4.exclusive", EXCLUSIVE_OS, "appends/s", **where, versus="bare os.write")
+    row.note = "Writer(durability='os', exclusive=True): the lock held from open to close, not taken per commit"
+    rows.append(compared(row, w4_exclusive, exclusive_writes))
+    row = Row("W5", PROCESS_MODE, "appends/s", **where, versus="bare os.write, one sync at the end")
+    row.note = f"{PROCESS_NOTE}; the bare loop does one os.write per record, then one fdatasync, timed together"
+    rows.append(compared(row, w5, process_writes, bar=1.0))
     return rows

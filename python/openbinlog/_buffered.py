@@ -1,0 +1,181 @@
+"""The ``process`` durability mode (spec protocols.md 6.5, W-40): appends wait in a buffer of the process.
+
+An append is encoded at once into the segment's ``RecordBuffer`` and returns
+its ref; the writer commits the buffer as one batch (one write, one publish,
+steps 7 to 9 of 6.2) when it is full, when ``flush_interval`` has passed since
+its oldest record, before a cutover, and on ``flush()`` and ``close()``, which
+also sync before they publish. Only an exclusive writer (6.7, W-39) buffers:
+refs are given before the commit, so nobody else may commit in between.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from . import _accel
+from ._buffer import (
+    ASQN_ORDER,
+    CHECK_ARGUMENTS,
+    CLOSED,
+    CUTOVER_FIRST,
+    FLUSH_FIRST,
+    INDEXES_USED_UP,
+    PureRecordBuffer,
+    RecordBuffer,
+)
+from ._commit import MAX_COUNTER, OpenSegment
+from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE
+from ._ref import Ref
+from ._segment import CommitState
+from ._writer_base import MAX_LOG_NUMBER, WriterBase, payload_bytes
+from .errors import AsqnOrderError, BinlogIOError, LogFullError, PayloadTooLargeError
+
+_NO_LIMIT = 2**64 - 1
+_MAX_ASQN = 2**63 - 1
+
+
+class BufferedMixin(WriterBase):
+    """Buffer appends in the process and commit them in batches."""
+
+    buffer_bytes: int
+    flush_interval: float
+    _buffer: RecordBuffer | None  # None: the writer does not buffer
+    _custom_clock: bool  # a clock given to the writer: read it per append, rather than the system clock
+    _flusher: threading.Thread | None
+    _stop_flusher: threading.Event
+
+    if TYPE_CHECKING:  # the commit protocol's steps, in _commit and _cutover
+
+        def _publish(self, segment: OpenSegment, commit: CommitState) -> None: ...
+
+        def _read_commit(self, segment: OpenSegment) -> CommitState: ...
+
+        def _cut_over(self, segment: OpenSegment, commit: CommitState) -> OpenSegment: ...
+
+    def _start_buffering(self, segment: OpenSegment, commit: CommitState) -> None:
+        """Under the lock: a buffer for ``segment`` from its commit point, and the thread that bounds its delay."""
+        make = PureRecordBuffer if _accel.RecordBuffer is None else _accel.RecordBuffer
+        last = segment.log >= MAX_LOG_NUMBER  # the last segment a log may have has no size limit (format 2.2)
+        self._buffer = make(
+            Ref,
+            segment.log,
+            commit.commit_offset,
+            commit.next_index,
+            commit.last_asqn,
+            commit.last_timestamp_us,
+            segment.header.capacity or _NO_LIMIT,
+            _NO_LIMIT if last or self.max_segment_bytes is None else self.max_segment_bytes,
+            self.buffer_bytes,
+        )
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_when_due, name="binlog-flush", daemon=True)
+            self._flusher.start()
+
+    def _append_buffered(self, payload: object, asqn: object) -> Ref:
+        """The path of an append the buffer did not take at once: check it, do what the buffer asks, retry."""
+        buffer = self._buffer
+        assert buffer is not None
+        result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
+        while not isinstance(result, Ref):
+            if result == CHECK_ARGUMENTS:
+                payload = payload_bytes(payload)
+                if len(payload) > MAX_PAYLOAD_SIZE:
+                    raise PayloadTooLargeError(
+                        f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_SIZE}", path=self.directory
+                    )
+                if type(asqn) is not int or not NO_ASQN <= asqn <= _MAX_ASQN:
+                    raise AsqnOrderError(f"asqn {asqn!r} is outside -1 to 2^63-1", path=self.directory)
+            elif result == CLOSED:
+                self._check_usable()  # closed by a failure or close(); otherwise replaced by a cutover
+            elif result == FLUSH_FIRST:
+                self._commit_buffer(sync=False)
+            elif result == CUTOVER_FIRST:
+                self._cut_over_buffered(len(payload) if isinstance(payload, bytes) else 0)
+            elif result == ASQN_ORDER:
+                raise AsqnOrderError(f"asqn {asqn} is not above the log's last asqn", path=self.directory)
+            elif result == INDEXES_USED_UP:
+                raise LogFullError("record indexes are used up: start a new log", path=self.directory)
+            buffer = self._buffer
+            assert buffer is not None
+            result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
+        return result
+
+    def _commit_buffer(self, *, sync: bool, close: bool = False) -> None:
+        """Commit what the buffer holds as one batch (W-40); ``sync``: make it durable before publishing."""
+        failed = "write or sync failed, nothing appended since the last commit is acknowledged"
+        with self._os_errors(failed), self._locked:
+            self._commit_buffer_locked(sync=sync, close=close)
+
+    def _commit_buffer_locked(self, *, sync: bool, close: bool = False) -> tuple[OpenSegment, CommitState]:
+        buffer, known = self._buffer, self._known
+        assert buffer is not None
+        assert known is not None
+        segment, commit = known
+        if self._failed is not None:
+            buffer.take(True)
+            self._check_usable()
+        try:
+            records, end, next_index, last_asqn, last_timestamp_us = buffer.take(close)
+            if records:
+                if commit.generation >= MAX_COUNTER:
+                    raise LogFullError(
+                        "the commit generation is used up: start a new log", path=segment.path, log=segment.log
+                    )
+                self._fs.pwrite(segment.fd, records, commit.commit_offset)
+            if sync:
+                self._fs.fdatasync(segment.fd)
+            if records:
+                commit = CommitState(
+                    commit.generation + 1, end, next_index, last_asqn, last_timestamp_us, commit.next_log_number
+                )
+                self._publish(segment, commit)
+                self._known = (segment, commit)
+        except BaseException as exc:
+            buffer.take(True)  # what it held is lost: every later append reports the failure (W-19)
+            self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
+            raise
+        return segment, commit
+
+    def _cut_over_buffered(self, payload_size: int) -> None:
+        """Commit the buffer, then start the next segment: the record that did not fit goes there (W-40)."""
+        with self._os_errors("cutover failed"), self._locked:
+            # Synced before publishing, like flush(): a power loss then never finds a commit point
+            # beyond its records, whatever follows (the cutover's own step 0 syncs later anyway).
+            segment, commit = self._commit_buffer_locked(sync=True, close=True)
+            capacity = segment.header.capacity
+            if capacity and HEADER_SIZE + RECORD_HEADER_SIZE + payload_size > capacity:
+                self._start_buffering(segment, commit)  # nothing moved: the same segment, a new buffer
+                raise PayloadTooLargeError(
+                    f"a record of {RECORD_HEADER_SIZE + payload_size} bytes cannot fit a preallocated segment"
+                    f" of {capacity}",
+                    path=self.directory,
+                )
+            if segment.log >= MAX_LOG_NUMBER:
+                self._start_buffering(segment, commit)
+                raise LogFullError(
+                    f"segment {MAX_LOG_NUMBER} is full and is the last a log may have (W-1)", path=segment.path
+                )
+            try:
+                successor = self._cut_over(segment, commit)
+                self._known = (successor, self._read_commit(successor))
+            except BaseException as exc:
+                self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
+                raise
+            self._start_buffering(*self._known)
+
+    def _flush_when_due(self) -> None:
+        """The thread that commits a buffer whose oldest record has waited ``flush_interval``."""
+        interval = self.flush_interval
+        while not self._stop_flusher.wait(interval):
+            buffer = self._buffer
+            if buffer is None or self._failed is not None:
+                continue
+            age = buffer.age()
+            if age >= interval:
+                try:
+                    self._commit_buffer(sync=False)
+                except Exception:
+                    return
+                age = 0.0
+            interval = max(self.flush_interval - age, self.flush_interval / 10)

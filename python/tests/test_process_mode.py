@@ -1,0 +1,219 @@
+"""The exclusive writer (spec protocols §6.7, W-39) and the process durability mode (§6.5, W-40)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logtools import FaultyFileSystem
+
+from openbinlog import (
+    AsqnOrderError,
+    BinlogIOError,
+    PayloadTooLargeError,
+    Reader,
+    Ref,
+    Writer,
+    WriterClosedError,
+    WriterFailedError,
+    _accel,
+)
+from openbinlog._fs import OsFileSystem
+
+
+def read_all(directory: Path) -> list[tuple[Ref, bytes]]:
+    with Reader(directory) as reader:
+        return [(entry.ref, entry.payload) for entry in reader]
+
+
+def ticking_clock() -> Any:
+    ticks = iter(range(1_700_000_000_000_000, 1_800_000_000_000_000, 7))
+    return lambda: next(ticks)
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def buffer_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test of the process mode runs on the compiled buffer (when built) and on the reference."""
+    if request.param == "compiled" and _accel.RecordBuffer is None:
+        pytest.skip("openbinlog._native is not built")
+    if request.param == "pure":
+        monkeypatch.setattr(_accel, "RecordBuffer", None)
+    return str(request.param)
+
+
+@pytest.mark.spec("W-40")
+def test_process_mode_returns_refs_at_once_and_readers_see_records_once_flushed(
+    log_dir: Path, buffer_kind: str
+) -> None:
+    with Writer(log_dir, durability="process", flush_interval=3600) as writer:
+        refs = [writer.append(b"record %d" % n) for n in range(5)]
+        assert [ref.index for ref in refs] == [1, 2, 3, 4, 5]
+        assert read_all(log_dir) == []  # still in the process
+        writer.flush()
+        assert read_all(log_dir) == [(ref, b"record %d" % n) for n, ref in enumerate(refs)]
+        with Reader(log_dir, start=refs[3]) as reader:
+            assert next(iter(reader)).payload == b"record 3"
+
+
+@pytest.mark.spec("W-40")
+def test_process_mode_commits_a_full_buffer_without_being_asked(log_dir: Path, buffer_kind: str) -> None:
+    with Writer(log_dir, durability="process", buffer_bytes=1000, flush_interval=3600) as writer:
+        refs = [writer.append(bytes(100)) for _ in range(30)]
+        visible = read_all(log_dir)
+        assert 0 < len(visible) < 30  # whole buffers, committed as they filled
+        assert [ref for ref, _ in visible] == refs[: len(visible)]
+    assert [ref for ref, _ in read_all(log_dir)] == refs  # close commits the rest
+
+
+def test_process_mode_commits_a_buffer_whose_records_waited_flush_interval(log_dir: Path, buffer_kind: str) -> None:
+    with Writer(log_dir, durability="process", flush_interval=0.02) as writer:
+        ref = writer.append(b"waits a little")
+        deadline = time.monotonic() + 30
+        while not read_all(log_dir) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert read_all(log_dir) == [(ref, b"waits a little")]
+
+
+@pytest.mark.spec("W-40")
+def test_process_mode_cuts_over_where_records_no_longer_fit(log_dir: Path, buffer_kind: str) -> None:
+    with Writer(log_dir, durability="process", preallocate=1024, flush_interval=3600) as writer:
+        refs = [writer.append(bytes([n]) * 100) for n in range(20)]
+        assert writer.cutover() == refs[-1].log + 1
+        after = writer.append(b"after the cutover")
+    assert len({ref.log for ref in refs}) > 3
+    assert read_all(log_dir) == [
+        *((ref, bytes([n]) * 100) for n, ref in enumerate(refs)),
+        (after, b"after the cutover"),
+    ]
+
+
+def test_process_mode_cuts_over_at_the_size_limit(log_dir: Path, buffer_kind: str) -> None:
+    with Writer(log_dir, durability="process", max_segment_bytes=2000, flush_interval=3600) as writer:
+        refs = [writer.append(bytes(200)) for _ in range(30)]
+    assert {ref.log for ref in refs} == {1, 2, 3, 4}
+    assert [ref for ref, _ in read_all(log_dir)] == refs
+
+
+def test_process_mode_checks_each_append_as_the_other_modes_do(log_dir: Path, buffer_kind: str) -> None:
+    with Writer(log_dir, durability="process", preallocate=1024, flush_interval=3600) as writer:
+        first = writer.append(b"first", asqn=10)
+        with pytest.raises(AsqnOrderError):
+            writer.append(b"late", asqn=10)
+        with pytest.raises(AsqnOrderError):
+            writer.append(b"out of range", asqn=2**63)
+        with pytest.raises(TypeError, match="not str"):
+            writer.append("text")  # type: ignore[arg-type]
+        with pytest.raises(PayloadTooLargeError):
+            writer.append(bytes(1024))  # no preallocated segment of 1024 bytes can hold it (W-10)
+        second = writer.append(bytearray(b"bytes-like"), asqn=11)
+        assert writer.append_many([b"a", (b"b", 12)])[-1].index == 4
+    assert read_all(log_dir)[:2] == [(first, b"first"), (second, b"bytes-like")]
+
+
+def test_process_mode_refuses_a_writer_that_is_not_exclusive(log_dir: Path) -> None:
+    with pytest.raises(ValueError, match="exclusive"):
+        Writer(log_dir, durability="process", exclusive=False)
+
+
+def test_closed_process_writer_refuses_appends(log_dir: Path, buffer_kind: str) -> None:
+    writer = Writer(log_dir, durability="process")
+    writer.append(b"kept")
+    writer.close()
+    with pytest.raises(WriterClosedError):
+        writer.append(b"after close")
+    assert [payload for _, payload in read_all(log_dir)] == [b"kept"]
+
+
+@pytest.mark.spec("W-19", "W-40")
+def test_failed_buffer_commit_fails_the_writer_and_is_reported_by_flush(log_dir: Path, buffer_kind: str) -> None:
+    faulty = FaultyFileSystem()
+    with Writer(log_dir, durability="process", flush_interval=3600, fs=faulty) as writer:
+        writer.append(b"acknowledged")
+        writer.flush()
+        writer.append(b"lost with its buffer")
+        faulty.fail_sync_after = faulty.syncs + 1
+        with pytest.raises(BinlogIOError):
+            writer.flush()
+        with pytest.raises(WriterFailedError):
+            writer.append(b"refused")
+        with pytest.raises(WriterFailedError):
+            writer.flush()
+    with Writer(log_dir) as reopened:  # W-19: reopen to go on; recovery may adopt the unsynced record
+        reopened.append(b"after reopening")
+    payloads = [payload for _, payload in read_all(log_dir)]
+    assert payloads[0] == b"acknowledged" and payloads[-1] == b"after reopening"
+
+
+@pytest.mark.parametrize("preallocate", [None, 1024])
+def test_compiled_and_pure_buffers_write_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preallocate: int | None
+) -> None:
+    """Same appends, same clock, same log id: the same files, whichever buffer encoded the records."""
+    if _accel.RecordBuffer is None:
+        pytest.skip("openbinlog._native is not built")
+    monkeypatch.setattr(secrets, "token_bytes", lambda n: bytes(range(n)))
+    images = []
+    for kind in ("compiled", "pure"):
+        if kind == "pure":
+            monkeypatch.setattr(_accel, "RecordBuffer", None)
+        directory = tmp_path / kind
+        options: dict[str, Any] = {"buffer_bytes": 700, "flush_interval": 3600, "preallocate": preallocate}
+        with Writer(directory, durability="process", clock_us=ticking_clock(), **options) as w:
+            for n in range(40):
+                w.append(bytes([n]) * (n * 7 % 150), asqn=n * 2 if n % 3 else -1)
+            w.cutover()
+            w.append(b"last")
+        images.append({name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))})
+    assert images[0] == images[1]
+
+
+@pytest.mark.spec("W-39")
+def test_exclusive_writer_holds_the_lock_until_closed(log_dir: Path) -> None:
+    first = Writer(log_dir, exclusive=True)
+    first.append(b"first")
+    opened = threading.Event()
+
+    def second_writer() -> None:
+        with Writer(log_dir) as second:
+            opened.set()
+            second.append(b"second")
+
+    thread = threading.Thread(target=second_writer)
+    thread.start()
+    assert not opened.wait(0.5)  # waits for the lock the exclusive writer holds
+    first.append(b"still alone")
+    first.close()
+    thread.join(30)
+    assert opened.is_set()
+    assert [payload for _, payload in read_all(log_dir)] == [b"first", b"still alone", b"second"]
+
+
+class CountingFileSystem(OsFileSystem):
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        attribute = super().__getattribute__(name)
+        if callable(attribute) and not name.startswith("_") and name in dir(OsFileSystem):
+            super().__getattribute__("calls").append(name)
+        return attribute
+
+
+@pytest.mark.spec("W-39")
+def test_exclusive_writer_skips_the_checks_of_each_batch_after_its_first(log_dir: Path) -> None:
+    def calls_per_append(exclusive: bool) -> list[str]:
+        fs = CountingFileSystem()
+        with Writer(log_dir, exclusive=exclusive, fs=fs) as writer:
+            writer.append(b"first batch")
+            fs.calls.clear()
+            writer.append(b"second batch")
+            return list(fs.calls)
+
+    assert calls_per_append(exclusive=True) == ["pwrite", "fdatasync", "pwrite", "pwrite"]
+    shared = calls_per_append(exclusive=False)
+    assert {"lock", "unlock", "exists", "pread"} <= set(shared)
