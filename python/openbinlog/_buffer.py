@@ -17,8 +17,10 @@ import time
 from typing import Protocol
 
 from ._format import MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE
+from ._fs import FileSystem, OsFileSystem
 from ._records import encode_record
 from ._ref import Ref
+from ._segment import CommitState, encode_mirror, encode_slot
 
 __all__ = [
     "ASQN_ORDER",
@@ -27,6 +29,7 @@ __all__ = [
     "CUTOVER_FIRST",
     "FLUSH_FIRST",
     "INDEXES_USED_UP",
+    "Published",
     "PureRecordBuffer",
     "RecordBuffer",
     "Taken",
@@ -39,6 +42,7 @@ ASQN_ORDER = 4  # the asqn is not above the last one
 INDEXES_USED_UP = 5  # the next index would not fit 64 bits
 CHECK_ARGUMENTS = 6  # not a plain case (not bytes, too large, asqn no int64): the writer checks it
 
+_OS = OsFileSystem()
 _U8_MAX = 2**64 - 1
 _I8 = 2**63
 
@@ -46,9 +50,24 @@ _I8 = 2**63
 Taken = tuple[bytes, int, int, int, int]
 
 
+# What a commit published: generation, commit offset, next index, last asqn, last timestamp.
+Published = tuple[int, int, int, int, int]
+
+
 class RecordBuffer(Protocol):
     def append(self, payload: object, asqn: object, now_us: int | None, /) -> Ref | int: ...
     def take(self, close: bool, /) -> Taken: ...
+    def commit(  # noqa: PLR0917 - positional, as the compiled twin's method is
+        self,
+        fs: FileSystem | None,
+        fd: int,
+        generation: int,
+        next_log_number: int,
+        sync: bool,
+        strict: bool,
+        close: bool,
+        /,
+    ) -> Published | None: ...
     def pending(self) -> int: ...
     def age(self) -> float: ...
 
@@ -130,6 +149,45 @@ class PureRecordBuffer:
             self._oldest = None
             self._closed |= close
             return records, self._start, self._next_index, self._last_asqn, self._last_timestamp_us
+
+    def commit(  # noqa: PLR0917 - positional, as the compiled twin's method is
+        self,
+        fs: FileSystem | None,
+        fd: int,
+        generation: int,
+        next_log_number: int,
+        sync: bool,
+        strict: bool,
+        close: bool,
+        /,
+    ) -> Published | None:
+        """Steps 7 to 10 of the write protocol (spec protocols §6.2) for what the buffer holds.
+
+        Write it at the commit point, sync it when ``sync``, publish generation
+        ``generation + 1`` (the slot, then the mirror fields), sync again when
+        ``strict``; return what was published, or None when the buffer held
+        nothing (``sync`` still syncs). ``fs`` None: the operating system's
+        file system. A failure closes the buffer (W-19).
+        """
+        io = fs or _OS
+        records, end, next_index, last_asqn, last_timestamp_us = self.take(close)
+        published = (generation + 1, end, next_index, last_asqn, last_timestamp_us)
+        try:
+            if records:
+                io.pwrite(fd, records, end - len(records))
+            if sync:
+                io.fdatasync(fd)
+            if not records:
+                return None
+            commit = CommitState(*published, next_log_number)
+            for at, raw in (encode_slot(commit), encode_mirror(commit, self._log)):
+                io.pwrite(fd, raw, at)
+            if strict:
+                io.fdatasync(fd)
+        except BaseException:
+            self.take(True)
+            raise
+        return published
 
     def pending(self) -> int:
         return self._size

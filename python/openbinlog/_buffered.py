@@ -1,16 +1,25 @@
-"""The ``process`` durability mode (spec protocols.md 6.5, W-40): appends wait in a buffer of the process.
+"""The appends of an exclusive writer (spec protocols.md 6.7, W-39), and the ``process`` mode (6.5, W-40).
 
-An append is encoded at once into the segment's ``RecordBuffer`` and returns
-its ref; the writer commits the buffer as one batch (one write, one publish,
-steps 7 to 9 of 6.2) when it is full, when ``flush_interval`` has passed since
-its oldest record, before a cutover, and on ``flush()`` and ``close()``, which
-also sync before they publish. Only an exclusive writer (6.7, W-39) buffers:
-refs are given before the commit, so nobody else may commit in between.
+An append is encoded at once into the segment's ``RecordBuffer`` (compiled
+where built), which gives its ref: only a writer that holds the lock from
+open to close may do this, since nobody else may commit in between.
+
+In the ``process`` mode the append returns there, and the writer commits the
+buffer as one batch (one write, one publish, steps 7 to 9 of 6.2) when it is
+full, when ``flush_interval`` has passed since its oldest record, before a
+cutover, and on ``flush()`` and ``close()``, which also sync before they
+publish. In the other modes the append then waits for its commit: the first
+appender to take the writer's mutex commits everything buffered, with the
+mode's syncs, while the appenders behind it add their records to the buffer;
+each finds its record committed when it gets the mutex in turn. That is group
+commit with no queue: the encoding runs in the compiled buffer, and the
+write and the sync release the interpreter to the appenders that gather.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from . import _accel
@@ -26,6 +35,7 @@ from ._buffer import (
 )
 from ._commit import MAX_COUNTER, OpenSegment
 from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE
+from ._fs import OsFileSystem
 from ._ref import Ref
 from ._segment import CommitState
 from ._writer_base import MAX_LOG_NUMBER, WriterBase, payload_bytes
@@ -68,7 +78,7 @@ class BufferedMixin(WriterBase):
             _NO_LIMIT if last or self.max_segment_bytes is None else self.max_segment_bytes,
             self.buffer_bytes,
         )
-        if self._flusher is None:
+        if self._flusher is None and self.durability == "process":
             self._flusher = threading.Thread(target=self._flush_when_due, name="binlog-flush", daemon=True)
             self._flusher.start()
 
@@ -101,6 +111,20 @@ class BufferedMixin(WriterBase):
             result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
         return result
 
+    def _commit_through(self, ref: Ref) -> None:
+        """Return once the record ``ref`` names is committed, committing the buffer if nobody has yet."""
+        if self.durability == "group":
+            time.sleep(self.group_delay)  # more appenders join the batch (6.4)
+        try:
+            with self._locked:
+                segment, commit = self._known  # type: ignore[misc]  # set while the lock is held
+                if segment.log > ref.log or commit.next_index > ref.index:
+                    return  # committed by another appender's commit, or before a cutover moved on
+                self._check_usable()
+                self._commit_buffer_locked(sync=self.durability != "os")
+        except OSError as exc:  # inline rather than _os_errors: this runs once per append
+            raise BinlogIOError(f"write or sync failed, nothing of this commit is acknowledged: {exc}") from exc
+
     def _commit_buffer(self, *, sync: bool, close: bool = False) -> None:
         """Commit what the buffer holds as one batch (W-40); ``sync``: make it durable before publishing."""
         failed = "write or sync failed, nothing appended since the last commit is acknowledged"
@@ -108,6 +132,7 @@ class BufferedMixin(WriterBase):
             self._commit_buffer_locked(sync=sync, close=close)
 
     def _commit_buffer_locked(self, *, sync: bool, close: bool = False) -> tuple[OpenSegment, CommitState]:
+        """Under the lock: the buffer's records as one batch, by steps 7 to 10 of 6.2 (W-40)."""
         buffer, known = self._buffer, self._known
         assert buffer is not None
         assert known is not None
@@ -115,26 +140,20 @@ class BufferedMixin(WriterBase):
         if self._failed is not None:
             buffer.take(True)
             self._check_usable()
+        if commit.generation >= MAX_COUNTER:
+            raise LogFullError("the commit generation is used up: start a new log", path=segment.path, log=segment.log)
         try:
-            records, end, next_index, last_asqn, last_timestamp_us = buffer.take(close)
-            if records:
-                if commit.generation >= MAX_COUNTER:
-                    raise LogFullError(
-                        "the commit generation is used up: start a new log", path=segment.path, log=segment.log
-                    )
-                self._fs.pwrite(segment.fd, records, commit.commit_offset)
-            if sync:
-                self._fs.fdatasync(segment.fd)
-            if records:
-                commit = CommitState(
-                    commit.generation + 1, end, next_index, last_asqn, last_timestamp_us, commit.next_log_number
-                )
-                self._publish(segment, commit)
-                self._known = (segment, commit)
+            # Straight to the file when it is the operating system's: the compiled buffer then
+            # releases the interpreter during each write and sync.
+            fs = None if type(self._fs) is OsFileSystem else self._fs
+            strict = self.durability == "strict"
+            published = buffer.commit(fs, segment.fd, commit.generation, commit.next_log_number, sync, strict, close)
         except BaseException as exc:
-            buffer.take(True)  # what it held is lost: every later append reports the failure (W-19)
             self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
             raise
+        if published is not None:
+            commit = CommitState(*published, commit.next_log_number)
+            self._known = (segment, commit)
         return segment, commit
 
     def _cut_over_buffered(self, payload_size: int) -> None:

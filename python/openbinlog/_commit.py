@@ -155,11 +155,14 @@ class CommitMixin(WriterBase):
         return commit
 
     def _publish(self, segment: OpenSegment, commit: CommitState) -> None:
-        image = bytearray(segment.header_image)
-        for at, raw in (encode_slot(commit), encode_mirror(commit, segment.log)):
+        writes = (encode_slot(commit), encode_mirror(commit, segment.log))
+        for at, raw in writes:
             self._fs.pwrite(segment.fd, raw, at)
-            image[at : at + len(raw)] = raw
-        if len(image) == HEADER_SIZE:
-            segment.header_image, segment.image_commit = bytes(image), commit
+        if not self._lock_held:  # an exclusive writer relies on its own state instead (W-39)
+            image = bytearray(segment.header_image)
+            for at, raw in writes:
+                image[at : at + len(raw)] = raw
+            if len(image) == HEADER_SIZE:
+                segment.header_image, segment.image_commit = bytes(image), commit
         if self.durability == "strict":
             self._fs.fdatasync(segment.fd)

@@ -156,7 +156,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         self._flusher = None
         self._stop_flusher = threading.Event()
         self._group = GroupCommit(self)
-        self._io_mutex = threading.Lock()
+        self._io_mutex = threading.RLock()  # re-entered when an exclusive writer's append_many cuts over
         self._locked = _DirectoryLock(self)
         self._failed = None
         self._closed = False
@@ -176,7 +176,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
             with self._os_errors("cannot open the log for writing"), self._locked:
                 if self._open(verify=verify_on_open) is not None:
                     segment, commit = self._prepare()
-                    if durability == "process":
+                    if self.holds_lock:
                         self._start_buffering(segment, commit)
                     if preallocate:
                         self._start_spare()
@@ -189,22 +189,30 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
     def append(self, payload: bytes, *, asqn: int = NO_ASQN) -> Ref:
         """Append one record; return its ref once it is committed (in the ``process`` mode: at once)."""
         buffer = self._buffer
-        if buffer is not None:
-            result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
-            return result if type(result) is Ref else self._append_buffered(payload, asqn)
-        return self._submit([Ticket(payload_bytes(payload), asqn)])[0]
+        if buffer is None:
+            return self._submit([Ticket(payload_bytes(payload), asqn)])[0]
+        result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
+        if type(result) is not Ref:
+            result = self._append_buffered(payload, asqn)
+        if self.durability != "process":
+            self._commit_through(result)
+        return result
 
     def append_many(self, payloads: Iterable[bytes | tuple[bytes, int]]) -> list[Ref]:
         """Append records in one commit (all visible together); return their refs.
 
-        In the ``process`` mode they are appended one by one to the buffer, and
-        a commit of the buffer may fall between two of them.
+        In the ``process`` mode they go to the buffer, and a commit because the
+        buffer is full may fall between two of them.
         """
         if self._buffer is not None:
-            return [
-                self.append(item[0], asqn=item[1]) if isinstance(item, tuple) else self.append(item)
-                for item in payloads
-            ]
+            with self._locked:  # no other commit takes the buffer between two of them
+                refs = [
+                    self._append_buffered(*item) if isinstance(item, tuple) else self._append_buffered(item, NO_ASQN)
+                    for item in payloads
+                ]
+            if refs and self.durability != "process":
+                self._commit_through(refs[-1])
+            return refs
         tickets = [
             Ticket(payload_bytes(item[0]), item[1]) if isinstance(item, tuple) else Ticket(payload_bytes(item), NO_ASQN)
             for item in payloads
@@ -289,7 +297,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
     def close(self) -> None:
         """Commit and sync what the ``process`` mode holds, then release the log's files and lock."""
         if self._buffer is not None and not self._closed and self._failed is None:
-            self._commit_buffer(sync=True, close=True)
+            self._commit_buffer(sync=self.durability == "process", close=True)
         self._stop_flusher.set()
         if self._flusher is not None:
             self._flusher.join()

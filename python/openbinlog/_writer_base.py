@@ -32,6 +32,7 @@ class WriterBase:
 
     directory: str
     durability: Durability
+    group_delay: float
     preallocate: int | None
     max_segment_bytes: int | None
     recovery: list[RecoveryAction]

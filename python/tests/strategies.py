@@ -151,3 +151,17 @@ buffer_states = st.tuples(
     st.one_of(st.just(2**64 - 1), st.integers(min_value=300, max_value=3000)),
     st.integers(min_value=1, max_value=2000),
 )
+# Commits between a buffer's operations: None (no commit there) or generation, next log number, sync, strict, close.
+buffer_commits = st.lists(
+    st.one_of(
+        st.none(),
+        st.tuples(
+            st.integers(min_value=0, max_value=2**64 - 2),
+            st.sampled_from([0, 4]),
+            st.booleans(),
+            st.booleans(),
+            st.booleans(),
+        ),
+    ),
+    max_size=5,
+)

@@ -7,12 +7,13 @@ buffer changes the speed of the ``process`` mode, never a byte it writes.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies import buffer_operations, buffer_states
+from strategies import buffer_commits, buffer_operations, buffer_states
 
 from openbinlog import NO_ASQN, RecordDecoder, Ref, _accel
 from openbinlog._buffer import ASQN_ORDER, CHECK_ARGUMENTS, CLOSED, CUTOVER_FIRST, FLUSH_FIRST, PureRecordBuffer
@@ -25,9 +26,28 @@ def compiled_buffer(*fields: Any) -> Any:
     return _accel.RecordBuffer(*fields)
 
 
-def drive(buffer: Any, operations: list[Any]) -> list[Any]:
+class OperationLog:
+    """A file system that only records the writes and syncs a commit asks of it."""
+
+    def __init__(self) -> None:
+        self.operations: list[tuple[Any, ...]] = []
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+        self.operations.append(("pwrite", fd, bytes(data), offset))
+
+    def fdatasync(self, fd: int) -> None:
+        self.operations.append(("fdatasync", fd))
+
+
+def drive(buffer: Any, operations: list[Any], commits: list[Any]) -> list[Any]:
+    """Run ``operations``; after each, the commit ``commits`` holds for its position, if any."""
     results: list[Any] = []
-    for operation in operations:
+    fs = OperationLog()
+    for position, operation in enumerate(operations):
+        commit = commits[position % len(commits)] if commits else None
+        if commit is not None:
+            generation, next_log_number, sync, strict, close = commit
+            results.append(buffer.commit(fs, 7, generation, next_log_number, sync, strict, close))
         if operation == "take":
             results.append(buffer.take(False))
         elif operation == "take-and-close":
@@ -37,18 +57,19 @@ def drive(buffer: Any, operations: list[Any]) -> list[Any]:
             result = buffer.append(payload, asqn, now)
             results.append((type(result).__name__, result))
         results.append(buffer.pending())
-    return results
+    return [*results, fs.operations]
 
 
 @settings(max_examples=300, deadline=None)
-@given(buffer_states, buffer_operations)
+@given(buffer_states, buffer_operations, buffer_commits)
 def test_compiled_buffer_returns_the_reference_refs_codes_and_bytes(
-    state: tuple[int, int, int, int, int, int, int], operations: list[Any]
+    state: tuple[int, int, int, int, int, int, int], operations: list[Any], commits: list[Any]
 ) -> None:
+    """Appends, takes and commits: the same refs, codes, records, and writes and syncs in the same order."""
     assert _accel.RecordBuffer is not None
     pure = PureRecordBuffer(Ref, 3, *state)
     native = _accel.RecordBuffer(Ref, 3, *state)
-    assert drive(native, operations) == drive(pure, operations)
+    assert drive(native, operations, commits) == drive(pure, operations, commits)
     assert native.take(False) == pure.take(False)
 
 
@@ -81,3 +102,35 @@ def test_buffer_without_a_clock_reading_stamps_the_system_time(make: Any) -> Non
     after = time.time_ns() // 1000
     *_, last_timestamp = buffer.take(False)
     assert before <= last_timestamp <= after
+
+
+@pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
+def test_failed_commit_closes_the_buffer(make: Any) -> None:
+    class FailingSync(OperationLog):
+        def fdatasync(self, fd: int) -> None:
+            raise OSError(5, "injected")
+
+    buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 2**64 - 1, 2**64 - 1, 1 << 20)
+    buffer.append(b"lost", NO_ASQN, 1)
+    with pytest.raises(OSError, match="injected"):
+        buffer.commit(FailingSync(), 3, 1, 0, True, False, False)
+    assert buffer.append(b"refused", NO_ASQN, 2) == CLOSED
+
+
+def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: Any) -> None:
+    """With no file-system object the compiled buffer writes and syncs the file directly: the same bytes."""
+    images = []
+    for make in (PureRecordBuffer, compiled_buffer):
+        path = tmp_path / make.__name__
+        path.write_bytes(bytes(256))
+        fd = os.open(path, os.O_RDWR)
+        try:
+            buffer = make(Ref, 2, 256, 10, NO_ASQN, 0, 2**64 - 1, 2**64 - 1, 1 << 20)
+            for n in range(5):
+                buffer.append(b"x" * n, n * 3 if n % 2 else NO_ASQN, 1000 + n)
+            published = buffer.commit(None, fd, 41, 0, True, True, False)
+        finally:
+            os.close(fd)
+        images.append((published, path.read_bytes()))
+    assert images[0] == images[1]
+    assert images[0][0] is not None and images[0][0][:3] == (42, 256 + 5 * 40 + 10, 15)

@@ -7,6 +7,10 @@
 //! unusual (a payload that is not `bytes`, a full buffer or segment, an asqn out of
 //! order) returns a code, and the Python caller takes its slower, checked path.
 
+use std::fs::File;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+use std::os::unix::fs::FileExt;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -32,6 +36,13 @@ const ASQN_ORDER: u8 = 4;
 const INDEXES_USED_UP: u8 = 5;
 /// Not a plain case (a payload that is not `bytes`, too large, an asqn that is no `i64`): check in Python.
 const CHECK_ARGUMENTS: u8 = 6;
+
+/// Where the slots of even and odd generations lie, and the mirror fields (`_format`).
+const SLOT_OFFSETS: [u64; 2] = [96, 144];
+const SLOT_CRC_COVERS: usize = 44;
+const MIRROR_OFFSET: u64 = 6;
+const STATUS_OPEN: u16 = 0;
+const STATUS_CLOSED: u16 = 1;
 
 /// The largest payload a record may carry (`_format.MAX_PAYLOAD_SIZE`).
 const MAX_PAYLOAD_SIZE: usize = 0x7FFF_FFFF - MIN_RECORD_LENGTH as usize;
@@ -194,6 +205,53 @@ impl RecordBuffer {
         )
     }
 
+    /// `PureRecordBuffer.commit`: write what the buffer holds at the commit point, sync it when
+    /// `sync`, publish generation `generation + 1` (slot, then mirror fields), sync again when
+    /// `strict`; return what was published, or None when the buffer held nothing (a `sync` still
+    /// syncs). `fs` None: straight to `fd`, the interpreter released during each call; otherwise
+    /// through `fs.pwrite` and `fs.fdatasync`. A failure closes the buffer (W-19).
+    #[pyo3(signature = (fs, fd, generation, next_log_number, sync, strict, close, /))]
+    #[allow(clippy::too_many_arguments)]
+    fn commit(
+        &self,
+        py: Python<'_>,
+        fs: Option<&Bound<'_, PyAny>>,
+        fd: i32,
+        generation: u64,
+        next_log_number: u32,
+        sync: bool,
+        strict: bool,
+        close: bool,
+    ) -> PyResult<Option<Published>> {
+        let (records, start, published) = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let records = std::mem::take(&mut state.bytes);
+            let start = state.start;
+            state.start = start.saturating_add(u64::try_from(records.len()).unwrap_or(u64::MAX));
+            state.oldest = None;
+            state.closed |= close;
+            let published = (
+                generation.saturating_add(1),
+                state.start,
+                state.next_index,
+                state.last_asqn,
+                state.last_timestamp_us,
+            );
+            (records, start, published)
+        };
+        let io = match fs {
+            // SAFETY: `fd` is the writer's open segment, which outlives this call; ManuallyDrop
+            // keeps the File from closing it.
+            None => Io::Direct(ManuallyDrop::new(unsafe { File::from_raw_fd(fd) })),
+            Some(fs) => Io::Calls(fs, fd),
+        };
+        let done = self.write_and_publish(py, &io, &records, start, published, next_log_number, sync, strict);
+        if done.is_err() {
+            self.state.lock().unwrap_or_else(PoisonError::into_inner).closed = true;
+        }
+        done.map(|()| (!records.is_empty()).then_some(published))
+    }
+
     /// The bytes buffered.
     fn pending(&self) -> usize {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).bytes.len()
@@ -203,6 +261,74 @@ impl RecordBuffer {
     fn age(&self) -> f64 {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.oldest.map_or(0.0, |oldest| oldest.elapsed().as_secs_f64())
+    }
+}
+
+/// The commit state a commit publishes: generation, commit offset, next index, last asqn, last timestamp.
+type Published = (u64, u64, u64, i64, i64);
+
+/// The 48-byte slot `openbinlog._segment.encode_slot` builds.
+fn encode_slot(published: Published, next_log_number: u32) -> [u8; 48] {
+    let (generation, offset, next_index, last_asqn, last_timestamp_us) = published;
+    let mut slot = [0u8; 48];
+    let values = generation
+        .to_be_bytes()
+        .into_iter()
+        .chain(offset.to_be_bytes())
+        .chain(next_index.to_be_bytes())
+        .chain(last_asqn.to_be_bytes())
+        .chain(last_timestamp_us.to_be_bytes())
+        .chain(next_log_number.to_be_bytes());
+    for (byte, value) in slot.iter_mut().zip(values) {
+        *byte = value;
+    }
+    let (covered, crc) = slot.split_at_mut(SLOT_CRC_COVERS);
+    crc.copy_from_slice(&masked_crc32c(covered).to_be_bytes());
+    slot
+}
+
+/// The 18 mirror bytes `openbinlog._segment.encode_mirror` builds.
+fn encode_mirror(offset: u64, log: u32, next_log_number: u32) -> [u8; 18] {
+    let status = if next_log_number == 0 {
+        STATUS_OPEN
+    } else {
+        STATUS_CLOSED
+    };
+    let mut mirror = [0u8; 18];
+    let values = status
+        .to_be_bytes()
+        .into_iter()
+        .chain(offset.to_be_bytes())
+        .chain(log.to_be_bytes())
+        .chain(next_log_number.to_be_bytes());
+    for (byte, value) in mirror.iter_mut().zip(values) {
+        *byte = value;
+    }
+    mirror
+}
+
+/// Where a commit's writes and syncs go: straight to the file, or through the writer's file system
+/// object (the tests record and crash its operations), in the same order.
+enum Io<'a, 'py> {
+    Direct(ManuallyDrop<File>),
+    Calls(&'a Bound<'py, PyAny>, i32),
+}
+
+impl Io<'_, '_> {
+    fn pwrite(&self, py: Python<'_>, data: &[u8], offset: u64) -> PyResult<()> {
+        match self {
+            Self::Direct(file) => Ok(py.detach(|| file.write_all_at(data, offset))?),
+            Self::Calls(fs, fd) => fs
+                .call_method1("pwrite", (*fd, PyBytes::new(py, data), offset))
+                .map(|_| ()),
+        }
+    }
+
+    fn fdatasync(&self, py: Python<'_>) -> PyResult<()> {
+        match self {
+            Self::Direct(file) => Ok(py.detach(|| file.sync_data())?),
+            Self::Calls(fs, fd) => fs.call_method1("fdatasync", (*fd,)).map(|_| ()),
+        }
     }
 }
 
@@ -223,6 +349,40 @@ impl RecordBuffer {
             }
         }
         Ok(object)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_and_publish(
+        &self,
+        py: Python<'_>,
+        io: &Io<'_, '_>,
+        records: &[u8],
+        start: u64,
+        published: Published,
+        next_log_number: u32,
+        sync: bool,
+        strict: bool,
+    ) -> PyResult<()> {
+        if !records.is_empty() {
+            io.pwrite(py, records, start)?;
+        }
+        if sync {
+            io.fdatasync(py)?;
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        let slot_at = SLOT_OFFSETS
+            .get(usize::from(published.0 % 2 == 1))
+            .copied()
+            .unwrap_or(SLOT_OFFSETS[0]);
+        io.pwrite(py, &encode_slot(published, next_log_number), slot_at)?;
+        let log = u32::try_from(self.log).unwrap_or(u32::MAX);
+        io.pwrite(py, &encode_mirror(published.1, log, next_log_number), MIRROR_OFFSET)?;
+        if strict {
+            io.fdatasync(py)?;
+        }
+        Ok(())
     }
 
     fn place(&self, state: &mut State, payload: &[u8], asqn: i64, clock: Option<i64>) -> Result<(u64, u64), u8> {

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from openbinlog import BinlogError, BinlogIOError, Reader, Writer
+from openbinlog import BinlogError, BinlogIOError, Reader, Writer, _accel
 
 from .checker import CrashChecker, ModelResult, Sampling
 from .crash_states import MODELS, PAGE, SECTOR
@@ -27,6 +27,7 @@ from .summary import CrashSummary
 from .workloads import LOG, Workload, large_workload, run, small_workloads
 
 SMALL = small_workloads()
+EXCLUSIVE_WORKLOADS = [w for w in SMALL if w.name in ("exclusive", "process", "process-preallocated")]
 MEDIA_FAULT_WORKLOADS = [w for w in SMALL if w.name in ("sync", "sync-cutover-after-5", "batches", "preallocated")]
 
 
@@ -47,9 +48,8 @@ def assert_no_violations(results: dict[str, ModelResult]) -> None:
     assert not violations, f"{len(violations)} violations, the first:\n" + "\n".join(map(str, violations[:10]))
 
 
-@pytest.mark.parametrize("workload", SMALL, ids=lambda w: w.name)
-def test_every_crash_state_of_a_small_workload_keeps_every_invariant(
-    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool
+def check_small_workload(
+    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool, label: str
 ) -> None:
     started = time.monotonic()
     trace = record(tmp_path, workload)
@@ -57,10 +57,30 @@ def test_every_crash_state_of_a_small_workload_keeps_every_invariant(
     assert start is not None
     checker = CrashChecker(tmp_path / "scratch", workload.name, workload.writer_options, sampling(full_crash_run))
     checker.run(trace, workload.models, start=start)
-    crash_summary.add_all(workload.name, checker.results)
-    crash_summary.timed(workload.name, time.monotonic() - started)
+    crash_summary.add_all(label, checker.results)
+    crash_summary.timed(label, time.monotonic() - started)
     assert all(checker.results[model].states > 0 for model in workload.models)
     assert_no_violations(checker.results)
+
+
+@pytest.mark.parametrize("workload", SMALL, ids=lambda w: w.name)
+def test_every_crash_state_of_a_small_workload_keeps_every_invariant(
+    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool
+) -> None:
+    check_small_workload(workload, tmp_path, crash_summary, full_crash_run, workload.name)
+
+
+@pytest.mark.parametrize("workload", EXCLUSIVE_WORKLOADS, ids=lambda w: w.name)
+def test_every_crash_state_of_an_exclusive_workload_with_the_pure_buffer_keeps_every_invariant(
+    workload: Workload,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    crash_summary: CrashSummary,
+    full_crash_run: bool,
+) -> None:
+    """The exclusive writer encodes in its record buffer: the compiled one above, the reference here."""
+    monkeypatch.setattr(_accel, "RecordBuffer", None)
+    check_small_workload(workload, tmp_path, crash_summary, full_crash_run, f"{workload.name} (pure buffer)")
 
 
 def test_large_workload_under_sector_tearing_keeps_every_invariant(

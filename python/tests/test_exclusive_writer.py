@@ -1,4 +1,9 @@
-"""The exclusive writer (spec protocols §6.7, W-39) and the process durability mode (§6.5, W-40)."""
+"""The exclusive writer (spec protocols §6.7, W-39) and its process durability mode (§6.5, W-40).
+
+An exclusive writer encodes each append at once in its record buffer, the
+compiled one where built: every test that depends on the buffer runs on
+both it and the pure-Python reference.
+"""
 
 from __future__ import annotations
 
@@ -149,9 +154,12 @@ def test_failed_buffer_commit_fails_the_writer_and_is_reported_by_flush(log_dir:
     assert payloads[0] == b"acknowledged" and payloads[-1] == b"after reopening"
 
 
-@pytest.mark.parametrize("preallocate", [None, 1024])
+@pytest.mark.parametrize(
+    ("durability", "preallocate"),
+    [("process", None), ("process", 1024), ("sync", None), ("os", 1024), ("strict", None), ("group", None)],
+)
 def test_compiled_and_pure_buffers_write_the_same_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preallocate: int | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durability: str, preallocate: int | None
 ) -> None:
     """Same appends, same clock, same log id: the same files, whichever buffer encoded the records."""
     if _accel.RecordBuffer is None:
@@ -163,13 +171,68 @@ def test_compiled_and_pure_buffers_write_the_same_bytes(
             monkeypatch.setattr(_accel, "RecordBuffer", None)
         directory = tmp_path / kind
         options: dict[str, Any] = {"buffer_bytes": 700, "flush_interval": 3600, "preallocate": preallocate}
-        with Writer(directory, durability="process", clock_us=ticking_clock(), **options) as w:
+        mode: Any = durability
+        with Writer(directory, durability=mode, exclusive=True, clock_us=ticking_clock(), **options) as w:
             for n in range(40):
                 w.append(bytes([n]) * (n * 7 % 150), asqn=n * 2 if n % 3 else -1)
+            w.append_many([b"one", (b"two", 1000), b"three"])
             w.cutover()
             w.append(b"last")
         images.append({name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))})
     assert images[0] == images[1]
+
+
+@pytest.mark.spec("W-15")
+def test_exclusive_appenders_in_threads_share_commits_and_lose_nothing(log_dir: Path, buffer_kind: str) -> None:
+    fs = FaultyFileSystem()  # counts the syncs
+    threads, each = 8, 40
+    with Writer(log_dir, exclusive=True, fs=fs) as writer:
+        syncs_before = fs.syncs
+        refs: list[list[Ref]] = [[] for _ in range(threads)]
+
+        def appender(number: int) -> None:
+            for n in range(each):
+                refs[number].append(writer.append(b"%d:%d" % (number, n)))
+
+        workers = [threading.Thread(target=appender, args=(number,)) for number in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        syncs = fs.syncs - syncs_before
+    records = dict(read_all(log_dir))
+    assert sorted(ref.index for ref in records) == list(range(1, threads * each + 1))
+    for number, own in enumerate(refs):
+        assert [records[ref] for ref in own] == [b"%d:%d" % (number, n) for n in range(each)]
+    assert syncs < threads * each  # appenders that arrived during a sync shared the next one
+
+
+@pytest.mark.spec("W-17")
+def test_exclusive_append_many_is_one_commit(log_dir: Path, buffer_kind: str) -> None:
+    fs = CountingFileSystem()
+    with Writer(log_dir, exclusive=True, fs=fs) as writer:
+        writer.append(b"first")
+        fs.calls.clear()
+        writer.append_many([b"a", b"b", b"c"])
+        assert fs.calls == ["pwrite", "fdatasync", "pwrite", "pwrite"]
+
+
+@pytest.mark.spec("W-19")
+def test_failed_sync_of_an_exclusive_writer_acknowledges_nothing_and_fails_the_writer(
+    log_dir: Path, buffer_kind: str
+) -> None:
+    faulty = FaultyFileSystem()
+    with Writer(log_dir, exclusive=True, fs=faulty) as writer:
+        writer.append(b"acknowledged")
+        faulty.fail_sync_after = faulty.syncs + 1
+        with pytest.raises(BinlogIOError):
+            writer.append(b"not acknowledged")
+        with pytest.raises(WriterFailedError):
+            writer.append(b"refused")
+    with Writer(log_dir) as reopened:
+        reopened.append(b"after reopening")
+    payloads = [payload for _, payload in read_all(log_dir)]
+    assert payloads[0] == b"acknowledged" and payloads[-1] == b"after reopening"
 
 
 @pytest.mark.spec("W-39")
