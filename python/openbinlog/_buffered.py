@@ -54,6 +54,15 @@ class BufferedMixin(WriterBase):
     _custom_clock: bool  # a clock given to the writer: read it per append, rather than the system clock
     _flusher: threading.Thread | None
     _stop_flusher: threading.Event
+    # Group commit of an exclusive writer: appenders waiting for their commit, whether one leads it,
+    # and the size and duration of the last batch (what the next leader waits for).
+    _batching: threading.Condition  # appenders wait on it for their commit
+    _gathered: threading.Condition  # the leader waits on it (same lock) for the records of its batch
+    _gather_target: int  # records the gathering leader waits for; 0: none is gathering, or group mode
+    _waiting_records: int  # appended, not yet committed, their appenders waiting for it
+    _leading: bool
+    _last_batch: int
+    _last_commit_seconds: float
 
     if TYPE_CHECKING:  # the commit protocol's steps, in _commit and _cutover
 
@@ -111,19 +120,70 @@ class BufferedMixin(WriterBase):
             result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
         return result
 
-    def _commit_through(self, ref: Ref) -> None:
-        """Return once the record ``ref`` names is committed, committing the buffer if nobody has yet."""
-        if self.durability == "group":
-            time.sleep(self.group_delay)  # more appenders join the batch (6.4)
+    def _commit_through(self, ref: Ref, records: int = 1) -> None:
+        """Return once the record ``ref`` names (the last of ``records``) is committed, committing the buffer
+        if nobody is.
+
+        Appenders wait on a condition, not on the writer's mutex: when a commit
+        ends, those it covered return at once, and the first one left leads the
+        next. A leader waits a little for the others (implementation notes,
+        "Group commit"): until as many records wait as its last batch had, for
+        no longer than that commit took; without the wait, the appenders just
+        woken would split into two halves that alternate, each with its sync.
+        """
+        batching = self._batching
+        with batching:
+            self._waiting_records += records
+            if self._gather_target and self._waiting_records >= self._gather_target:
+                self._gathered.notify()  # only the leader, and only once it has what it waits for
+            while not self._committed(ref):
+                if not self._leading:
+                    self._leading = True
+                    break
+                batching.wait()
+            else:
+                return
+            self._gather_records()
+        started, records_before = time.monotonic(), self._known[1].next_index  # type: ignore[index]
         try:
             with self._locked:
-                segment, commit = self._known  # type: ignore[misc]  # set while the lock is held
-                if segment.log > ref.log or commit.next_index > ref.index:
-                    return  # committed by another appender's commit, or before a cutover moved on
                 self._check_usable()
                 self._commit_buffer_locked(sync=self.durability != "os")
         except OSError as exc:  # inline rather than _os_errors: this runs once per append
             raise BinlogIOError(f"write or sync failed, nothing of this commit is acknowledged: {exc}") from exc
+        finally:
+            with batching:
+                self._leading = False
+                self._last_batch = self._known[1].next_index - records_before  # type: ignore[index]
+                self._waiting_records -= self._last_batch
+                self._last_commit_seconds = time.monotonic() - started
+                batching.notify_all()
+
+    def _committed(self, ref: Ref) -> bool:
+        """Whether the record ``ref`` names is committed (its commit or a later cutover published it)."""
+        segment, commit = self._known  # type: ignore[misc]  # an exclusive writer always knows its state
+        if self._failed is not None:
+            self._check_usable()
+        return segment.log > ref.log or commit.next_index > ref.index
+
+    def _gather_records(self) -> None:
+        """Under the batching condition: wait, boundedly, until as many records wait as the last batch had."""
+        if self.durability == "group":
+            delay, target = self.group_delay, 0
+        elif self._last_batch > 1:
+            delay, target = min(self._last_commit_seconds, self.group_delay), self._last_batch
+        else:
+            return
+        deadline = time.monotonic() + delay
+        self._gather_target = target
+        try:
+            while target == 0 or self._waiting_records < target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._gathered.wait(left)
+        finally:
+            self._gather_target = 0
 
     def _commit_buffer(self, *, sync: bool, close: bool = False) -> None:
         """Commit what the buffer holds as one batch (W-40); ``sync``: make it durable before publishing."""

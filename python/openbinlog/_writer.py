@@ -155,6 +155,13 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         self._buffer = None
         self._flusher = None
         self._stop_flusher = threading.Event()
+        batching = threading.Lock()
+        self._batching, self._gathered = threading.Condition(batching), threading.Condition(batching)
+        self._gather_target = 0
+        self._waiting_records = 0
+        self._leading = False
+        self._last_batch = 0
+        self._last_commit_seconds = 0.0
         self._group = GroupCommit(self)
         self._io_mutex = threading.RLock()  # re-entered when an exclusive writer's append_many cuts over
         self._locked = _DirectoryLock(self)
@@ -211,7 +218,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
                     for item in payloads
                 ]
             if refs and self.durability != "process":
-                self._commit_through(refs[-1])
+                self._commit_through(refs[-1], len(refs))
             return refs
         tickets = [
             Ticket(payload_bytes(item[0]), item[1]) if isinstance(item, tuple) else Ticket(payload_bytes(item), NO_ASQN)

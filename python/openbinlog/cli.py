@@ -703,16 +703,27 @@ def main() -> None:
 @click.option(
     "--durability", type=click.Choice(DURABILITY_MODES), default="sync", show_default=True, help="When to sync."
 )
-def append(directory: str, ack: bool, durability: str) -> None:
+@click.option(
+    "--exclusive",
+    is_flag=True,
+    help="Hold the log's lock until the input ends: faster; other writers wait (implied by process).",
+)
+def append(directory: str, ack: bool, durability: str, exclusive: bool) -> None:
     """Append each line of standard input as one record (the newline is not stored).
 
     Creates the log if DIRECTORY does not exist. Lines are bytes: any encoding is stored as it is.
+    With --durability process, --ack prints the indexes when the input has ended and the log is synced.
     """
-    with Writer(directory, durability=durability) as writer:  # type: ignore[arg-type]
+    buffered: list[int] = []  # the process mode acknowledges at close (spec 6.5)
+    with Writer(directory, durability=durability, exclusive=exclusive or None) as writer:  # type: ignore[arg-type]
         for line in sys.stdin.buffer:
             ref = writer.append(line[:-1] if line.endswith(b"\n") else line)
-            if ack:
+            if ack and durability == "process":
+                buffered.append(ref.index)
+            elif ack:
                 click.echo(ref.index)
+    for index in buffered:
+        click.echo(index)
 
 
 @main.command(epilog=_RANGE_HELP)

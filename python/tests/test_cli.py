@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from logtools import flip_bit, read_entries, segment, write_log
 
 BINLOG = [sys.executable, "-m", "openbinlog"]
@@ -22,6 +23,18 @@ def test_append_with_ack_prints_each_durable_index(log_dir: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1", "2", "3", "4"]
     assert [e.payload for e in read_entries(log_dir)] == [b"one", b"two", b"", b"three"]
+
+
+@pytest.mark.parametrize(
+    "options", [("--exclusive",), ("--durability", "process"), ("--durability", "os", "--exclusive")]
+)
+def test_append_of_an_exclusive_writer_acknowledges_only_durable_records(
+    log_dir: Path, options: tuple[str, ...]
+) -> None:
+    result = run("append", str(log_dir), "--ack", *options, stdin="one\ntwo\nthree")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "2", "3"]
+    assert [e.payload for e in read_entries(log_dir)] == [b"one", b"two", b"three"]
 
 
 def test_dump_jsonl_has_log_offset_index_and_base64_payload(log_dir: Path) -> None:

@@ -77,6 +77,7 @@ ORDER = (
     "S1",
     "S1.exclusive",
     "S2",
+    "S2.exclusive",
     "S3",
     "S4",
     "S4.exclusive",

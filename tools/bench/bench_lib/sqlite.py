@@ -11,6 +11,7 @@ does exactly as many commits as the BinLog run beside it.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,7 @@ from .writes import (
     writer_appends,
 )
 
+PREALLOCATED_EXCLUSIVE = "durable appends/s, one writer, exclusive, preallocated"
 CREATE = "CREATE TABLE events (id INTEGER PRIMARY KEY, payload BLOB)"
 INSERT = "INSERT INTO events (payload) VALUES (?)"
 SELECT = "SELECT payload FROM events ORDER BY id"
@@ -194,6 +196,30 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
                 rounds=rounds,
                 repeats=repeats,
             )
+        # The fastest durable configuration: exclusive and preallocated (a log of its own, created untimed).
+        volumes = database.parent / f"exclusive-preallocated-{log.record_size}"
+        shutil.rmtree(volumes, ignore_errors=True)
+        try:
+            with Writer(volumes, exclusive=True, preallocate=plan.segment_bytes) as writer:
+                s1_preallocated, s1_preallocated_sqlite = interleaved_rates(
+                    [
+                        Variant(writer_appends(writer, pool), plan.sync_appends),
+                        Variant(writer_appends(single, pool), plan.sync_appends),
+                    ],
+                    rounds=rounds,
+                    repeats=repeats,
+                )
+                exclusive_threads = threaded_calls([lambda i: writer.append(pool[i % len(pool)])] * plan.threads)
+                s2_exclusive, s2_exclusive_sqlite = interleaved_rates(
+                    [
+                        Variant(exclusive_threads, concurrent),
+                        Variant(threaded_calls([_appender(events, pool) for events in threaded]), concurrent),
+                    ],
+                    rounds=rounds,
+                    repeats=repeats,
+                )
+        finally:
+            shutil.rmtree(volumes, ignore_errors=True)
         with Writer(log.path, durability="os", exclusive=True, verify_on_open=False) as writer:
             s4_exclusive, s4_exclusive_sqlite = interleaved_rates(
                 [
@@ -214,6 +240,7 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
         # A lost insert (a thread dead of an error) would inflate SQLite's rate: every commit must be there.
         per_round = plan.sync_appends + concurrent + plan.processes * plan.process_appends + plan.buffered_appends
         per_round += plan.sync_appends + 2 * plan.buffered_appends  # S1.exclusive, S4.exclusive and S6
+        per_round += plan.sync_appends + concurrent  # S1.exclusive and S2.exclusive, preallocated
         if (stored := single.count()) != (expected := loaded + rounds * repeats * per_round):
             raise RuntimeError(f"{database}: {stored} rows after the appends, not {expected}")
     finally:
@@ -231,7 +258,14 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
     row = Row("S1.exclusive", EXCLUSIVE_SYNC, "appends/s", **where, versus=f"{durable_versus}, 1 connection")
     row.note = "Writer(exclusive=True), durability sync, the lock held from open to close, against S1's peer"
     rows.append(compared(row, s1_exclusive, s1_exclusive_sqlite, bar=1.3))
+    row = Row("S1.exclusive", PREALLOCATED_EXCLUSIVE, "appends/s", **where, versus=f"{durable_versus}, 1 connection")
+    row.note = "Writer(exclusive=True, preallocate=...), durability sync, on a log of its own, against S1's peer"
+    rows.append(compared(row, s1_preallocated, s1_preallocated_sqlite, bar=1.3))
     measure = f"durable appends/s, {plan.threads} threads, one writer"
+    row = Row("S2.exclusive", f"{measure}, exclusive, preallocated", "appends/s", **where)
+    row.versus = f"{durable_versus}, {plan.threads} threads"
+    row.note = "threads sharing one Writer(exclusive=True, preallocate=...) against S2's peer"
+    rows.append(compared(row, s2_exclusive, s2_exclusive_sqlite, bar=8.0))
     row = Row("S2", measure, "appends/s", **where, versus=f"{durable_versus}, {plan.threads} threads")
     row.note = "threads sharing one Writer against threads with a connection each, queued on busy_timeout"
     rows.append(compared(row, s2, s2_sqlite, bar=8.0))
