@@ -56,6 +56,7 @@ ORDER = (
     "W1.exclusive",
     "W2",
     "W2.floor",
+    "W2.exclusive",
     "W3",
     "W3.floor",
     "W4",

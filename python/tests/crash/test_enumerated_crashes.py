@@ -28,7 +28,9 @@ from .workloads import LOG, Workload, large_workload, run, small_workloads
 
 SMALL = small_workloads()
 EXCLUSIVE_WORKLOADS = [w for w in SMALL if w.name in ("exclusive", "process", "process-preallocated")]
-MEDIA_FAULT_WORKLOADS = [w for w in SMALL if w.name in ("sync", "sync-cutover-after-5", "batches", "preallocated")]
+MEDIA_FAULT_WORKLOADS = [
+    w for w in SMALL if w.name in ("sync", "sync-cutover-after-5", "batches", "preallocated", "exclusive", "process")
+]
 
 
 def sampling(full: bool) -> Sampling:

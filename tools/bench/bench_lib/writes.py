@@ -462,6 +462,22 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
             )
     finally:
         exclusive_file.close()
+    # Threads sharing an exclusive, preallocated writer (a log of its own, made untimed) against one bare loop.
+    volumes, threads_file = scratch / "exclusive-preallocated", BaselineFile(scratch / "exclusive-threads.dat")
+    try:
+        with Writer(volumes, exclusive=True, preallocate=plan.segment_bytes) as writer:
+            shared = threaded_calls([lambda i: writer.append(pool[i % len(pool)])] * plan.threads)
+            w2_exclusive, w2_exclusive_bare = interleaved_rates(
+                [
+                    Variant(shared, plan.threads * plan.thread_appends),
+                    Variant(bare_write_sync(threads_file, record), plan.sync_appends),
+                ],
+                rounds=plan.rounds,
+                repeats=plan.repeats,
+            )
+    finally:
+        threads_file.close()
+        shutil.rmtree(volumes, ignore_errors=True)
     exclusive_file, process_file = BaselineFile(scratch / "exclusive-write.dat"), BaselineFile(scratch / "process.dat")
     try:
         with Writer(log.path, durability="os", exclusive=True, verify_on_open=False) as writer:
@@ -496,6 +512,10 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     row = Row("W1.exclusive", EXCLUSIVE_SYNC, "appends/s", **where, versus="bare write+fdatasync")
     row.note = "Writer(exclusive=True), durability sync: the lock held from open to close, not taken per commit"
     rows.append(compared(row, w1_exclusive, exclusive_bare, bar=0.85))
+    measure = f"durable appends/s, {plan.threads} threads, one writer, exclusive, preallocated"
+    row = Row("W2.exclusive", measure, "appends/s", **where, versus="bare write+fdatasync")
+    row.note = "threads sharing one Writer(exclusive=True, preallocate=...) against one thread's bare loop"
+    rows.append(compared(row, w2_exclusive, w2_exclusive_bare, bar=3.5))
     row = Row("W4.exclusive", EXCLUSIVE_OS, "appends/s", **where, versus="bare os.write")
     row.note = "Writer(durability='os', exclusive=True): the lock held from open to close, not taken per commit"
     rows.append(compared(row, w4_exclusive, exclusive_writes))
