@@ -36,6 +36,7 @@ from ._buffer import (
 from ._commit import MAX_COUNTER, OpenSegment
 from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE
 from ._fs import OsFileSystem
+from ._group_commit import gathering
 from ._ref import Ref
 from ._segment import CommitState
 from ._writer_base import MAX_LOG_NUMBER, WriterBase, payload_bytes
@@ -168,12 +169,10 @@ class BufferedMixin(WriterBase):
 
     def _gather_records(self) -> None:
         """Under the batching condition: wait, boundedly, until as many records wait as the last batch had."""
-        if self.durability == "group":
-            delay, target = self.group_delay, 0
-        elif self._last_batch > 1:
-            delay, target = min(self._last_commit_seconds, self.group_delay), self._last_batch
-        else:
+        plan = gathering(self.durability, self.group_delay, self._last_batch, self._last_commit_seconds)
+        if plan is None:
             return
+        delay, target = plan
         deadline = time.monotonic() + delay
         self._gather_target = target
         try:

@@ -63,8 +63,6 @@ class CommitMixin(WriterBase):
                 todo = batch
                 while todo:
                     todo, segment, commit = self._commit_some(todo, segment, commit, written)
-                if self._lock_held:
-                    self._known = (segment, commit)
             # Only now: a cutover that fails after a part was published acknowledges nothing (W-19).
             for ticket, ref in written:
                 ticket.ref = ref
@@ -155,14 +153,11 @@ class CommitMixin(WriterBase):
         return commit
 
     def _publish(self, segment: OpenSegment, commit: CommitState) -> None:
-        writes = (encode_slot(commit), encode_mirror(commit, segment.log))
-        for at, raw in writes:
+        image = bytearray(segment.header_image)
+        for at, raw in (encode_slot(commit), encode_mirror(commit, segment.log)):
             self._fs.pwrite(segment.fd, raw, at)
-        if not self._lock_held:  # an exclusive writer relies on its own state instead (W-39)
-            image = bytearray(segment.header_image)
-            for at, raw in writes:
-                image[at : at + len(raw)] = raw
-            if len(image) == HEADER_SIZE:
-                segment.header_image, segment.image_commit = bytes(image), commit
+            image[at : at + len(raw)] = raw
+        if len(image) == HEADER_SIZE:
+            segment.header_image, segment.image_commit = bytes(image), commit
         if self.durability == "strict":
             self._fs.fdatasync(segment.fd)

@@ -48,6 +48,22 @@ class Call:
         self.wake.acquire()
 
 
+def gathering(
+    durability: str, group_delay: float, last_batch: int, last_commit_seconds: float
+) -> tuple[float, int] | None:
+    """How long a leader may wait before it commits, and for how many appends (0: the whole delay), or None.
+
+    The ``group`` mode waits ``group_delay``. Otherwise a leader waits only
+    when the last batch held several appends: until as many wait again, for
+    no longer than the last commit took, nor than ``group_delay``.
+    """
+    if durability == "group":
+        return group_delay, 0
+    if last_batch > 1:
+        return min(last_commit_seconds, group_delay), last_batch
+    return None
+
+
 class GroupCommit:
     """The queue of one ``Writer``, which commits each batch by calling the writer's ``_commit``."""
 
@@ -142,12 +158,10 @@ class GroupCommit:
         never waits.
         """
         writer = self._writer
-        if writer.durability == "group":
-            delay, target = writer.group_delay, 0
-        elif self._last_batch_calls > 1:
-            delay, target = min(self._last_commit_seconds, writer.group_delay), self._last_batch_calls
-        else:
+        plan = gathering(writer.durability, writer.group_delay, self._last_batch_calls, self._last_commit_seconds)
+        if plan is None:
             return
+        delay, target = plan
         self._last_arrival = time.monotonic()
         deadline = self._last_arrival + delay
         self._gather_target = target
