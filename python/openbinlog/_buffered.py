@@ -1,4 +1,5 @@
-"""The appends of an exclusive writer (spec protocols.md 6.7, W-39), and the ``process`` mode (6.5, W-40).
+"""The appends of an exclusive writer (spec protocols.md 6.7, W-39), the ``process`` mode (6.5, W-40) and the
+``mmap`` mode (6.5, W-41).
 
 An append is encoded at once into the segment's ``RecordBuffer`` (compiled
 where built), which gives its ref: only a writer that holds the lock from
@@ -8,7 +9,10 @@ In the ``process`` mode the append returns there, and the writer commits the
 buffer as one batch (one write, one publish, steps 7 to 9 of 6.2) when it is
 full, when ``flush_interval`` has passed since its oldest record, before a
 cutover, and on ``flush()`` and ``close()``, which also sync before they
-publish. In the other modes the append then waits for its commit: the first
+publish. In the ``mmap`` mode the buffer is mapped: each append publishes its
+record through a shared mapping of the segment before it returns, and
+``flush()`` and ``close()`` sync the mapping. In the other modes the append
+then waits for its commit: the first
 appender to take the writer's mutex commits everything buffered, with the
 mode's syncs, while the appenders behind it add their records to the buffer;
 each finds its record committed when it gets the mutex in turn. That is group
@@ -43,6 +47,8 @@ from ._writer_base import MAX_LOG_NUMBER, WriterBase, payload_bytes
 from .errors import AsqnOrderError, BinlogIOError, LogFullError, PayloadTooLargeError
 
 _NO_LIMIT = 2**64 - 1
+# The modes that may publish without a sync before (spec 6.5): their writers keep W-42.
+_PUBLISH_UNSYNCED = ("os", "process", "mmap")
 _MAX_ASQN = 2**63 - 1
 
 
@@ -51,6 +57,8 @@ class BufferedMixin(WriterBase):
 
     buffer_bytes: int
     flush_interval: float
+    _waits_for_commit: bool  # an append waits for a commit (not in the process and mmap modes)
+    _synced_generation: int  # the newest generation of the segment known durable (W-42)
     _buffer: RecordBuffer | None  # None: the writer does not buffer
     _custom_clock: bool  # a clock given to the writer: read it per append, rather than the system clock
     _flusher: threading.Thread | None
@@ -77,23 +85,52 @@ class BufferedMixin(WriterBase):
         """Under the lock: a buffer for ``segment`` from its commit point, and the thread that bounds its delay."""
         make = PureRecordBuffer if _accel.RecordBuffer is None else _accel.RecordBuffer
         last = segment.log >= MAX_LOG_NUMBER  # the last segment a log may have has no size limit (format 2.2)
-        self._buffer = make(
+        capacity = segment.header.capacity
+        mapped = self.durability == "mmap"
+        # The mmap mode maps preallocated segments only: in any other, the first append asks for a cutover.
+        end_limit = (capacity or commit.commit_offset) if mapped else (capacity or _NO_LIMIT)
+        buffer = make(
             Ref,
             segment.log,
             commit.commit_offset,
             commit.next_index,
             commit.last_asqn,
             commit.last_timestamp_us,
-            segment.header.capacity or _NO_LIMIT,
+            end_limit,
             _NO_LIMIT if last or self.max_segment_bytes is None else self.max_segment_bytes,
             self.buffer_bytes,
         )
+        if self.durability in _PUBLISH_UNSYNCED:
+            # W-42 counts from a durable active slot: the one read at open may be a crashed writer's, unsynced.
+            self._fs.fdatasync(segment.fd)
+        self._synced_generation = commit.generation
+        if mapped and capacity:
+            if self._fs.size(segment.fd) < capacity:  # a store beyond the file's end would kill the process
+                raise BinlogIOError(
+                    f"preallocated segment is shorter than its capacity {capacity}", path=segment.path, log=segment.log
+                )
+            fs = None if type(self._fs) is OsFileSystem else self._fs
+            buffer.map(fs, segment.fd, capacity, commit.generation, commit.next_log_number)
+        self._buffer = buffer  # mapped before appenders in other threads can see it
         if self._flusher is None and self.durability == "process":
             self._flusher = threading.Thread(target=self._flush_when_due, name="binlog-flush", daemon=True)
             self._flusher.start()
 
     def _append_buffered(self, payload: object, asqn: object) -> Ref:
         """The path of an append the buffer did not take at once: check it, do what the buffer asks, retry."""
+        try:
+            return self._append_checked(payload, asqn)
+        except OSError as exc:
+            raise self._mapped_store_failed(exc) from exc
+
+    def _mapped_store_failed(self, exc: OSError) -> BinlogIOError:
+        """A store of the mmap mode failed (through a file-system object): the writer fails, as by W-19."""
+        path = self._known[0].path if self._known is not None else self.directory
+        failed = BinlogIOError(f"write through the mapping failed, the append is not acknowledged: {exc}", path=path)
+        self._failed = failed
+        return failed
+
+    def _append_checked(self, payload: object, asqn: object) -> Ref:
         buffer = self._buffer
         assert buffer is not None
         result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
@@ -115,7 +152,9 @@ class BufferedMixin(WriterBase):
             elif result == ASQN_ORDER:
                 raise AsqnOrderError(f"asqn {asqn} is not above the log's last asqn", path=self.directory)
             elif result == INDEXES_USED_UP:
-                raise LogFullError("record indexes are used up: start a new log", path=self.directory)
+                raise LogFullError(
+                    "record indexes or commit generations are used up: start a new log", path=self.directory
+                )
             buffer = self._buffer
             assert buffer is not None
             result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
@@ -199,20 +238,29 @@ class BufferedMixin(WriterBase):
         if self._failed is not None:
             buffer.take(True)
             self._check_usable()
-        if commit.generation >= MAX_COUNTER:
+        # W-42: publishing without a sync over an active generation not yet durable, skip one, so that
+        # the slot of the newest durable generation stays as it is. (A mapped buffer counts its own.)
+        base = commit.generation
+        if not sync and base != self._synced_generation and self.durability != "mmap":
+            base += 1
+        if base >= MAX_COUNTER - 1:
             raise LogFullError("the commit generation is used up: start a new log", path=segment.path, log=segment.log)
+        strict = self.durability == "strict"
         try:
             # Straight to the file when it is the operating system's: the compiled buffer then
             # releases the interpreter during each write and sync.
             fs = None if type(self._fs) is OsFileSystem else self._fs
-            strict = self.durability == "strict"
-            published = buffer.commit(fs, segment.fd, commit.generation, commit.next_log_number, sync, strict, close)
+            published = buffer.commit(fs, segment.fd, base, commit.next_log_number, sync, strict, close)
         except BaseException as exc:
             self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
             raise
+        if sync:
+            self._synced_generation = commit.generation  # the step 8 sync made the active slot durable
         if published is not None:
             commit = CommitState(*published, commit.next_log_number)
             self._known = (segment, commit)
+            if strict:
+                self._synced_generation = commit.generation
         return segment, commit
 
     def _cut_over_buffered(self, payload_size: int) -> None:
@@ -221,26 +269,28 @@ class BufferedMixin(WriterBase):
             # Synced before publishing, like flush(): a power loss then never finds a commit point
             # beyond its records, whatever follows (the cutover's own step 0 syncs later anyway).
             segment, commit = self._commit_buffer_locked(sync=True, close=True)
-            capacity = segment.header.capacity
-            if capacity and HEADER_SIZE + RECORD_HEADER_SIZE + payload_size > capacity:
-                self._start_buffering(segment, commit)  # nothing moved: the same segment, a new buffer
-                raise PayloadTooLargeError(
-                    f"a record of {RECORD_HEADER_SIZE + payload_size} bytes cannot fit a preallocated segment"
-                    f" of {capacity}",
-                    path=self.directory,
-                )
-            if segment.log >= MAX_LOG_NUMBER:
-                self._start_buffering(segment, commit)
-                raise LogFullError(
-                    f"segment {MAX_LOG_NUMBER} is full and is the last a log may have (W-1)", path=segment.path
-                )
             try:
+                capacity = segment.header.capacity
+                if capacity and HEADER_SIZE + RECORD_HEADER_SIZE + payload_size > capacity:
+                    self._start_buffering(segment, commit)  # nothing moved: the same segment, a new buffer
+                    raise PayloadTooLargeError(
+                        f"a record of {RECORD_HEADER_SIZE + payload_size} bytes cannot fit a preallocated segment"
+                        f" of {capacity}",
+                        path=self.directory,
+                    )
+                if segment.log >= MAX_LOG_NUMBER:
+                    self._start_buffering(segment, commit)
+                    raise LogFullError(
+                        f"segment {MAX_LOG_NUMBER} is full and is the last a log may have (W-1)", path=segment.path
+                    )
                 successor = self._cut_over(segment, commit)
                 self._known = (successor, self._read_commit(successor))
-            except BaseException as exc:
+                self._start_buffering(*self._known)
+            except (PayloadTooLargeError, LogFullError):
+                raise  # the append is refused; the writer goes on
+            except BaseException as exc:  # the old buffer is closed: without a new one, appends cannot go on
                 self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
                 raise
-            self._start_buffering(*self._known)
 
     def _flush_when_due(self) -> None:
         """The thread that commits a buffer whose oldest record has waited ``flush_interval``."""

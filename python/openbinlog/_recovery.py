@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from ._format import HEADER_SIZE, SEGMENT_NAME, SLOT_OFFSETS, segment_name
 from ._fs import FileSystem
 from ._records import RecordDecoder
-from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, parse_header
+from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo
 from ._segment_file import SegmentFile
 from .errors import BadHeaderError, BinlogError, BinlogIOError, LegacyLogError
-from .walk import TailScan, all_zero, is_blank, next_entries, tail_walk
+from .walk import TailScan, all_zero, is_blank, next_entries, read_header, tail_walk
 
 # Left by a cutover (section 8.2) or a spare volume (6.5): stale unless a live writer holds it.
 CUTOVER_TEMP = re.compile(r"\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp")
@@ -234,7 +234,7 @@ def _plan_last(fs: FileSystem, directory: str, log: int, *, verify: bool) -> Las
     path = os.path.join(directory, segment_name(log))
     with _opened(fs, path) as source:
         try:
-            header = _writable(parse_header(source.read_at(0, HEADER_SIZE), log=log), path)
+            header = _writable(read_header(source, log), path)
             commit = header.commit
             if verify:
                 _check_committed(source, header, commit)
@@ -287,7 +287,7 @@ def _plan_seal(fs: FileSystem, directory: str, log: int, successor: SegmentHeade
         return None  # only a compressed copy: compression takes sealed segments only
     with _opened(fs, path) as source:
         try:
-            header = parse_header(source.read_at(0, HEADER_SIZE), log=log)
+            header = read_header(source, log)
             if isinstance(header, LegacyHeaderInfo) or header.commit.closed:
                 return None
             tail = plan_tail(

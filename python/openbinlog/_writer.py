@@ -43,8 +43,10 @@ from .errors import (
     PayloadTooLargeError,
 )
 
-Durability = Literal["sync", "group", "os", "strict", "process"]
-DURABILITY_MODES: tuple[Durability, ...] = ("sync", "group", "os", "strict", "process")
+Durability = Literal["sync", "group", "os", "strict", "process", "mmap"]
+DURABILITY_MODES: tuple[Durability, ...] = ("sync", "group", "os", "strict", "process", "mmap")
+# Modes whose append returns before a commit of its own: the record waits in the buffer, or is published by it.
+_APPEND_RETURNS_AT_ONCE = ("process", "mmap")
 DEFAULT_BUFFER_BYTES = 256 << 10  # the process mode's buffer: committed when it holds this much
 DEFAULT_FLUSH_INTERVAL = 0.05  # seconds a record may wait in the process mode's buffer
 MAX_ASQN = 2**63 - 1  # asqn is a signed 64-bit field
@@ -103,7 +105,11 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
     point), ``process`` (appends wait in a buffer of the process, committed
     when it holds ``buffer_bytes``, after ``flush_interval`` seconds, and by
     ``flush()`` and ``close()``, which also sync: a crash of the process loses
-    what was appended since the last commit; implies ``exclusive``).
+    what was appended since the last commit; implies ``exclusive``), ``mmap``
+    (each append is published at once through a shared mapping of the
+    preallocated segment, with no system call: survives a crash of the
+    process, not of the machine, until ``flush()`` or ``close()`` syncs it;
+    needs ``preallocate``, implies ``exclusive``).
     ``exclusive`` holds the log's lock from open to close, so that each batch
     skips the checks another writer's commits would need (other writers and
     maintenance wait until it is closed). ``preallocate`` creates segments of that many bytes, zero-filled,
@@ -131,8 +137,12 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
     ) -> None:
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
-        if durability == "process" and exclusive is False:
-            raise ValueError("the process mode gives refs before the commit: it needs an exclusive writer")
+        if durability in _APPEND_RETURNS_AT_ONCE and exclusive is False:
+            raise ValueError(
+                f"the {durability} mode gives refs without a batch of its own: it needs an exclusive writer"
+            )
+        if durability == "mmap" and preallocate is None:
+            raise ValueError("the mmap mode writes through a mapping of preallocated segments: give preallocate")
         if buffer_bytes < 1 or not flush_interval > 0:
             raise ValueError("buffer_bytes and flush_interval must be positive")
         if preallocate is not None and preallocate < HEADER_SIZE + RECORD_HEADER_SIZE:
@@ -147,7 +157,9 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         self._fs = fs or OsFileSystem()
         self._clock_us = clock_us
         self._custom_clock = clock_us is not _now_us
-        self.holds_lock = durability == "process" or bool(exclusive)
+        self.holds_lock = durability in _APPEND_RETURNS_AT_ONCE or bool(exclusive)
+        self._waits_for_commit = durability not in _APPEND_RETURNS_AT_ONCE
+        self._synced_generation = 0
         self.buffer_bytes = buffer_bytes
         self.flush_interval = flush_interval
         self._lock_held = False
@@ -198,10 +210,13 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         buffer = self._buffer
         if buffer is None:
             return self._submit([Ticket(payload_bytes(payload), asqn)])[0]
-        result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
+        try:
+            result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
+        except OSError as exc:  # a publication through the file-system object of a mapped buffer
+            raise self._mapped_store_failed(exc) from exc
         if type(result) is not Ref:
             result = self._append_buffered(payload, asqn)
-        if self.durability != "process":
+        if self._waits_for_commit:
             self._commit_through(result)
         return result
 
@@ -209,7 +224,8 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         """Append records in one commit (all visible together); return their refs.
 
         In the ``process`` mode they go to the buffer, and a commit because the
-        buffer is full may fall between two of them.
+        buffer is full may fall between two of them; in the ``mmap`` mode each
+        is published on its own.
         """
         if self._buffer is not None:
             with self._locked:  # no other commit takes the buffer between two of them
@@ -217,7 +233,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
                     self._append_buffered(*item) if isinstance(item, tuple) else self._append_buffered(item, NO_ASQN)
                     for item in payloads
                 ]
-            if refs and self.durability != "process":
+            if refs and self._waits_for_commit:
                 self._commit_through(refs[-1], len(refs))
             return refs
         tickets = [
@@ -302,9 +318,10 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         return removed
 
     def close(self) -> None:
-        """Commit and sync what the ``process`` mode holds, then release the log's files and lock."""
+        """Commit and sync what the ``process`` mode holds (``mmap``: sync the mapping), then release the log's
+        files and lock."""
         if self._buffer is not None and not self._closed and self._failed is None:
-            self._commit_buffer(sync=self.durability == "process", close=True)
+            self._commit_buffer(sync=not self._waits_for_commit, close=True)
         self._stop_flusher.set()
         if self._flusher is not None:
             self._flusher.join()

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO, NoReturn
 
 import click
 
+from ._format import HEADER_SIZE, RECORD_HEADER_SIZE
 from ._maintenance import CODECS, compress_segments, repair, retain
 from ._reader import Reader
 from ._records import Entry
@@ -706,19 +707,32 @@ def main() -> None:
 @click.option(
     "--exclusive",
     is_flag=True,
-    help="Hold the log's lock until the input ends: faster; other writers wait (implied by process).",
+    help="Hold the log's lock until the input ends: faster; other writers wait (implied by process and mmap).",
 )
-def append(directory: str, ack: bool, durability: str, exclusive: bool) -> None:
+@click.option(
+    "--preallocate",
+    type=click.IntRange(min=HEADER_SIZE + RECORD_HEADER_SIZE),
+    default=None,
+    help="Create segments of this many bytes, zero-filled (needed by --durability mmap).",
+)
+def append(directory: str, ack: bool, durability: str, exclusive: bool, preallocate: int | None) -> None:
     """Append each line of standard input as one record (the newline is not stored).
 
     Creates the log if DIRECTORY does not exist. Lines are bytes: any encoding is stored as it is.
-    With --durability process, --ack prints the indexes when the input has ended and the log is synced.
+    With --durability process or mmap, --ack prints the indexes when the input has ended and the log is synced.
     """
-    buffered: list[int] = []  # the process mode acknowledges at close (spec 6.5)
-    with Writer(directory, durability=durability, exclusive=exclusive or None) as writer:  # type: ignore[arg-type]
+    if durability == "mmap" and preallocate is None:
+        raise click.UsageError("--durability mmap needs preallocated segments: give --preallocate")
+    buffered: list[int] = []  # the process and mmap modes acknowledge at close (spec 6.5)
+    with Writer(
+        directory,
+        durability=durability,  # type: ignore[arg-type]
+        exclusive=exclusive or None,
+        preallocate=preallocate,
+    ) as writer:
         for line in sys.stdin.buffer:
             ref = writer.append(line[:-1] if line.endswith(b"\n") else line)
-            if ack and durability == "process":
+            if ack and durability in ("process", "mmap"):
                 buffered.append(ref.index)
             elif ack:
                 click.echo(ref.index)

@@ -43,11 +43,12 @@ from ._format import (
     RECORD_HEADER,
     RECORD_HEADER_SIZE,
     SLOT_OFFSETS,
+    SLOT_SIZE,
 )
 from ._legacy import LegacyRun, legacy_entries, legacy_runs
 from ._records import BATCH_ENTRIES, Entry, RecordDecoder, TailStop
 from ._ref import Ref
-from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, active_commit, parse_header
+from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, active_commit, decode_slot, parse_header
 from .errors import (
     AmbiguousSplitError,
     AsqnNotIncreasingError,
@@ -71,6 +72,9 @@ _CRC_END = RECORD_HEADER_SIZE - 4
 _FRAME_DATA_BYTE = bytes([FRAME_DATA])
 
 Header = SegmentHeaderInfo | LegacyHeaderInfo
+
+# Reads of a header whose slots are both invalid before it is reported (R-46).
+HEADER_READS = 8
 
 
 class Source(Protocol):
@@ -250,12 +254,26 @@ def is_blank(source: Source) -> bool:
 
 def read_header(source: Source, log: int) -> Header:
     """The header of segment ``log``, checked in the order of spec 3.4 (Appendix B.3 for version 1)."""
-    return parse_header(source.read_at(0, HEADER_SIZE), log=log)
+    return parse_header(_settled_header(source), log=log)
 
 
 def read_commit(source: Source, header: SegmentHeaderInfo) -> CommitState:
     """The active commit slot, read again from the file (R-4): it moves while writers append."""
-    return active_commit(source.read_at(0, HEADER_SIZE), base_index=header.base_index, log=header.log)
+    return active_commit(_settled_header(source), base_index=header.base_index, log=header.log)
+
+
+def _settled_header(source: Source) -> bytes:
+    """The header's bytes, read again while neither commit slot is valid and the bytes keep changing (R-46):
+    a writer publishing through a mapping can tear both slots within one read; damage reads the same twice."""
+    data = source.read_at(0, HEADER_SIZE)
+    for _ in range(HEADER_READS - 1):
+        if len(data) < HEADER_SIZE or any(decode_slot(data[at : at + SLOT_SIZE]) is not None for at in SLOT_OFFSETS):
+            break
+        again = source.read_at(0, HEADER_SIZE)
+        if again == data:
+            break
+        data = again
+    return data
 
 
 @dataclass(frozen=True, slots=True)

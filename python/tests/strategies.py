@@ -151,6 +151,21 @@ buffer_states = st.tuples(
     st.one_of(st.just(2**64 - 1), st.integers(min_value=300, max_value=3000)),
     st.integers(min_value=1, max_value=2000),
 )
+# A mapped buffer (the mmap mode): the state as above with a bounded end limit (a mapping covers it), and the
+# generation and next log number of the active slot it starts from.
+mapped_buffer_states = st.tuples(
+    st.integers(min_value=256, max_value=4096),
+    st.one_of(st.integers(min_value=1, max_value=1000), st.just(2**64 - 2)),
+    st.integers(min_value=-1, max_value=20),
+    st.integers(min_value=0, max_value=2**40),
+    st.integers(min_value=300, max_value=3000),
+    st.one_of(st.just(2**64 - 1), st.integers(min_value=300, max_value=3000)),
+    st.integers(min_value=1, max_value=2000),
+)
+mapped_slots = st.tuples(
+    st.one_of(st.integers(min_value=1, max_value=1000), st.integers(min_value=2**64 - 45, max_value=2**64 - 2)),
+    st.sampled_from([0, 4]),
+)
 # Commits between a buffer's operations: None (no commit there) or generation, next log number, sync, strict, close.
 buffer_commits = st.lists(
     st.one_of(

@@ -1,4 +1,4 @@
-"""The exclusive writer (spec protocols §6.7, W-39) and its process durability mode (§6.5, W-40).
+"""The exclusive writer (spec protocols §6.7, W-39) and its process and mmap durability modes (§6.5, W-40, W-41).
 
 An exclusive writer encodes each append at once in its record buffer, the
 compiled one where built: every test that depends on the buffer runs on
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -156,7 +158,15 @@ def test_failed_buffer_commit_fails_the_writer_and_is_reported_by_flush(log_dir:
 
 @pytest.mark.parametrize(
     ("durability", "preallocate"),
-    [("process", None), ("process", 1024), ("sync", None), ("os", 1024), ("strict", None), ("group", None)],
+    [
+        ("process", None),
+        ("process", 1024),
+        ("mmap", 1024),
+        ("sync", None),
+        ("os", 1024),
+        ("strict", None),
+        ("group", None),
+    ],
 )
 def test_compiled_and_pure_buffers_write_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durability: str, preallocate: int | None
@@ -280,3 +290,95 @@ def test_exclusive_writer_skips_the_checks_of_each_batch_after_its_first(log_dir
     assert calls_per_append(exclusive=True) == ["pwrite", "fdatasync", "pwrite", "pwrite"]
     shared = calls_per_append(exclusive=False)
     assert {"lock", "unlock", "exists", "pread"} <= set(shared)
+
+
+@pytest.mark.spec("W-41")
+def test_mmap_mode_publishes_each_append_before_it_returns(log_dir: Path, buffer_kind: str) -> None:
+    """No flush: a reader in this process and one in another see every record whose append returned."""
+    with Writer(log_dir, durability="mmap", preallocate=1 << 16) as writer:
+        refs = [writer.append(b"record %d" % n, asqn=n) for n in range(5)]
+        assert read_all(log_dir) == [(ref, b"record %d" % n) for n, ref in enumerate(refs)]
+        counted = subprocess.run(
+            [sys.executable, "-c", COUNT_RECORDS, str(log_dir)], capture_output=True, text=True, check=True
+        )
+        assert counted.stdout.split() == ["5", "4"]
+        refs += writer.append_many([b"five", (b"six", 9)])
+        assert [payload for _, payload in read_all(log_dir)][-2:] == [b"five", b"six"]
+        writer.flush()
+    assert [ref for ref, _ in read_all(log_dir)] == refs
+
+
+COUNT_RECORDS = """
+import sys
+from openbinlog import Reader
+with Reader(sys.argv[1]) as reader:
+    entries = list(reader)
+print(len(entries), entries[-1].asqn)
+"""
+
+
+@pytest.mark.spec("W-41")
+def test_mmap_mode_cuts_over_where_records_no_longer_fit(log_dir: Path, buffer_kind: str) -> None:
+    with Writer(log_dir, durability="mmap", preallocate=1024) as writer:
+        refs = [writer.append(bytes([n]) * 100) for n in range(20)]
+        with pytest.raises(PayloadTooLargeError):
+            writer.append(b"x" * 1000)
+        refs.append(writer.append(b"after the refusal"))
+    assert [ref for ref, _ in read_all(log_dir)] == refs
+    assert len({ref.log for ref in refs}) == 4  # 6 records of 140 bytes fill a 1 KiB segment
+    assert {(log_dir / name).stat().st_size for name in os.listdir(log_dir) if name.endswith(".dat")} == {1024}
+
+
+def test_mmap_mode_moves_from_a_segment_it_cannot_map_to_a_preallocated_one(log_dir: Path, buffer_kind: str) -> None:
+    with Writer(log_dir) as plain:
+        first = plain.append(b"written by a writer that does not preallocate")
+    with Writer(log_dir, durability="mmap", preallocate=4096) as writer:
+        second = writer.append(b"mapped")
+    assert (first.log, second.log) == (1, 2)
+    assert read_all(log_dir) == [(first, b"written by a writer that does not preallocate"), (second, b"mapped")]
+
+
+def test_mmap_mode_needs_preallocated_segments_and_an_exclusive_writer(log_dir: Path) -> None:
+    with pytest.raises(ValueError, match="preallocate"):
+        Writer(log_dir, durability="mmap")
+    with pytest.raises(ValueError, match="exclusive"):
+        Writer(log_dir, durability="mmap", preallocate=4096, exclusive=False)
+
+
+@pytest.mark.spec("W-19", "W-41")
+def test_failed_store_of_the_mmap_mode_fails_the_writer(log_dir: Path, buffer_kind: str) -> None:
+    """Through a file-system object (as the crash tests record it), a store that fails is reported, not lost."""
+
+    class FailingStores(OsFileSystem):
+        fail = False
+
+        def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+            if self.fail:
+                raise OSError(5, "injected")
+            super().pwrite(fd, data, offset)
+
+    fs = FailingStores()
+    with Writer(log_dir, durability="mmap", preallocate=4096, fs=fs) as writer:
+        kept = writer.append(b"kept")
+        fs.fail = True
+        with pytest.raises(BinlogIOError, match="mapping"):
+            writer.append(b"not acknowledged")
+        with pytest.raises(WriterFailedError):
+            writer.append(b"refused")
+    assert read_all(log_dir) == [(kept, b"kept")]
+
+
+def test_mmap_appenders_in_threads_lose_nothing(log_dir: Path, buffer_kind: str) -> None:
+    refs: list[Ref] = []
+    with Writer(log_dir, durability="mmap", preallocate=1 << 14) as writer:
+
+        def append(thread: int) -> None:
+            refs.extend(writer.append(b"%d:%d" % (thread, n)) for n in range(200))
+
+        threads = [threading.Thread(target=append, args=(t,)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert sorted(ref for ref, _ in read_all(log_dir)) == sorted(refs)
+    assert len(refs) == 800

@@ -25,9 +25,20 @@ from logtools import (
 )
 from strategies import indexes, log_numbers, offsets
 
-from openbinlog import BinlogError, ChecksumMismatchError, InvalidRefError, NotALogError, Reader, Ref, Writer
+from openbinlog import (
+    BadHeaderError,
+    BinlogError,
+    ChecksumMismatchError,
+    InvalidRefError,
+    NotALogError,
+    Reader,
+    Ref,
+    Writer,
+    walk,
+)
 from openbinlog._fs import OsFileSystem
 from openbinlog._records import BATCH_ENTRIES
+from openbinlog._segment import SegmentHeaderInfo
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -321,3 +332,42 @@ def test_a_reader_that_does_not_read_compressed_segments_reports_them(tmp_path: 
     answer = json.loads(done.stdout)
     assert answer["outcome"] == "reject" and answer["records"] == []
     assert answer["error"] == {"class": "unsupported_feature", "log": 1, "offset": "0", "index": None}
+
+
+class RereadSource:
+    """Bytes read at an offset that change between reads: the header as a live writer's reader sees it."""
+
+    def __init__(self, *headers: bytes) -> None:
+        self.headers = list(headers)
+        self.reads = 0
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        header = self.headers[min(self.reads, len(self.headers) - 1)]
+        self.reads += 1
+        return header[offset : offset + size]
+
+    def size(self) -> int:
+        return len(self.headers[0])
+
+
+@pytest.mark.spec("R-46")
+def test_header_whose_slots_a_live_writer_tore_is_read_again(tmp_path: Path) -> None:
+    """Both slots torn within one read (a writer publishing through a mapping) is no damage: read again."""
+    with Writer(tmp_path / "log") as writer:
+        writer.append(b"one")
+        writer.append(b"two")
+    good = (tmp_path / "log" / "00000001.dat").read_bytes()[:256]
+    torn = bytearray(good)
+    torn[100] ^= 0xFF  # slot 0
+    torn[150] ^= 0xFF  # slot 1
+    source = RereadSource(bytes(torn), good)
+    header = walk.read_header(source, 1)
+    assert isinstance(header, SegmentHeaderInfo) and header.commit.next_index == 3
+    damaged = RereadSource(bytes(torn))  # the same bytes twice: damage, reported after one more read
+    with pytest.raises(BadHeaderError, match="neither commit slot"):
+        walk.read_commit(damaged, header)
+    assert damaged.reads == 2
+    changing = RereadSource(*(bytes(torn[:99]) + bytes([n]) + bytes(torn[100:]) for n in range(20)))
+    with pytest.raises(BadHeaderError):
+        walk.read_commit(changing, header)
+    assert changing.reads == walk.HEADER_READS

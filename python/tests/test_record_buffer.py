@@ -1,8 +1,10 @@
-"""The process mode's buffer: the compiled one against the pure-Python reference.
+"""The record buffer of exclusive writers: the compiled one against the pure-Python reference.
 
 Both are driven with the same appends, takes and starting states, and must
 return the same refs, the same codes and the same bytes, so the compiled
-buffer changes the speed of the ``process`` mode, never a byte it writes.
+buffer changes the speed of a mode, never a byte it writes. Mapped (the
+``mmap`` mode), both must make the same stores in the same order, through a
+recording object and through a real shared mapping.
 """
 
 from __future__ import annotations
@@ -13,10 +15,19 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies import buffer_commits, buffer_operations, buffer_states
+from strategies import buffer_commits, buffer_operations, buffer_states, mapped_buffer_states, mapped_slots
 
 from openbinlog import NO_ASQN, RecordDecoder, Ref, _accel
-from openbinlog._buffer import ASQN_ORDER, CHECK_ARGUMENTS, CLOSED, CUTOVER_FIRST, FLUSH_FIRST, PureRecordBuffer
+from openbinlog._buffer import (
+    ASQN_ORDER,
+    CHECK_ARGUMENTS,
+    CLOSED,
+    CUTOVER_FIRST,
+    FLUSH_FIRST,
+    INDEXES_USED_UP,
+    PureRecordBuffer,
+)
+from openbinlog._segment import active_commit
 
 pytestmark = pytest.mark.skipif(_accel.RecordBuffer is None, reason="openbinlog._native is not built or not used")
 
@@ -39,10 +50,10 @@ class OperationLog:
         self.operations.append(("fdatasync", fd))
 
 
-def drive(buffer: Any, operations: list[Any], commits: list[Any]) -> list[Any]:
+def drive(buffer: Any, operations: list[Any], commits: list[Any], fs: OperationLog | None = None) -> list[Any]:
     """Run ``operations``; after each, the commit ``commits`` holds for its position, if any."""
     results: list[Any] = []
-    fs = OperationLog()
+    fs = fs or OperationLog()
     for position, operation in enumerate(operations):
         commit = commits[position % len(commits)] if commits else None
         if commit is not None:
@@ -134,3 +145,99 @@ def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: 
         images.append((published, path.read_bytes()))
     assert images[0] == images[1]
     assert images[0][0] is not None and images[0][0][:3] == (42, 256 + 5 * 40 + 10, 15)
+
+
+@settings(max_examples=300, deadline=None)
+@given(mapped_buffer_states, mapped_slots, buffer_operations, buffer_commits)
+def test_compiled_mapped_buffer_makes_the_reference_stores_in_its_order(
+    state: tuple[int, int, int, int, int, int, int],
+    slot: tuple[int, int],
+    operations: list[Any],
+    commits: list[Any],
+) -> None:
+    """Mapped: each append stores its record, its slot and the mirror fields at once; the same stores,
+    refs, codes and published states as the reference, up to a generation that would not fit 64 bits."""
+    assert _accel.RecordBuffer is not None
+    runs = []
+    for buffer in (PureRecordBuffer(Ref, 3, *state), _accel.RecordBuffer(Ref, 3, *state)):
+        fs = OperationLog()
+        buffer.map(fs, 7, state[4], *slot)
+        runs.append((drive(buffer, operations, commits, fs), buffer.take(False)))
+    assert runs[1] == runs[0]
+
+
+@pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
+def test_mapped_buffer_publishes_each_append_before_it_returns(make: Any) -> None:
+    fs = OperationLog()
+    buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
+    buffer.map(fs, 3, 1000, 1, 0)
+    assert buffer.append(b"abc", 4, 10) == Ref(1, 256, 1)
+    record, slot, mirror = fs.operations
+    assert record[0] == slot[0] == mirror[0] == "pwrite"
+    assert (record[3], slot[3], mirror[3]) == (256, 96, 6)  # generation 2 goes to slot 0, at 96
+    header = bytearray(256)
+    header[96:144] = slot[2]
+    commit = active_commit(bytes(header), base_index=1, log=1)
+    assert (commit.generation, commit.commit_offset, commit.next_index, commit.last_asqn) == (2, 299, 2, 4)
+    assert buffer.pending() == 0
+    assert buffer.commit(None, 3, 1, 0, True, False, False) == (2, 299, 2, 4, 10)  # the sync: an fdatasync
+    assert fs.operations[-1] == ("fdatasync", 3)
+    assert buffer.commit(None, 3, 2, 0, False, False, True) is None  # nothing published since generation 2
+    assert buffer.append(b"late", NO_ASQN, 11) == CLOSED
+
+
+@pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
+def test_mapped_buffer_refuses_an_append_whose_generation_would_not_fit(make: Any) -> None:
+    buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
+    buffer.map(OperationLog(), 3, 1000, 2**64 - 3, 0)
+    assert buffer.append(b"last", NO_ASQN, 1) == Ref(1, 256, 1)  # generation 2^64-2: the next could need 2^64
+    assert buffer.append(b"none", NO_ASQN, 1) == INDEXES_USED_UP
+
+
+@pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
+def test_mapping_that_does_not_cover_the_records_is_refused(make: Any) -> None:
+    buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
+    with pytest.raises(ValueError, match="cover"):
+        buffer.map(OperationLog(), 3, 999, 1, 0)
+
+
+def test_compiled_mapping_stores_the_bytes_the_reference_mapping_does(tmp_path: Any) -> None:
+    """Through real shared mappings of two files: byte-identical segments, visible to a read before any sync."""
+    images = []
+    for make in (PureRecordBuffer, compiled_buffer):
+        path = tmp_path / make.__name__
+        path.write_bytes(bytes(4096))
+        fd = os.open(path, os.O_RDWR)
+        try:
+            buffer = make(Ref, 2, 256, 10, NO_ASQN, 0, 4096, 2**64 - 1, 1 << 20)
+            buffer.map(None, fd, 4096, 41, 0)
+            refs = [buffer.append(b"x" * n, n * 3 if n % 2 else NO_ASQN, 1000 + n) for n in range(5)]
+            seen = os.pread(fd, 4096, 0)  # the page cache the mapping shares: no sync yet
+            published = buffer.commit(None, fd, 41, 0, True, False, True)
+        finally:
+            os.close(fd)
+        images.append((refs, published, seen, path.read_bytes()))
+    assert images[0] == images[1]
+    refs, published, seen, image = images[0]
+    assert seen == image
+    assert published is not None and published[:3] == (50, 256 + 5 * 40 + 10, 15)  # 42, then two by two (W-42)
+    assert refs[-1] == Ref(2, 256 + 4 * 40 + 6, 14)
+
+
+@pytest.mark.spec("W-42")
+@pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
+def test_mapped_buffer_leaves_the_slot_of_the_durable_generation_until_a_sync(make: Any) -> None:
+    """Generation 1 is durable (slot 1): 2 goes to slot 0, then 4, 6 overwrite it; after a sync, 7 goes to slot 1."""
+    fs = OperationLog()
+    buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
+    buffer.map(fs, 3, 1000, 1, 0)
+    for n in range(3):
+        buffer.append(b"%d" % n, NO_ASQN, 10)
+    buffer.commit(None, 3, 1, 0, True, False, False)
+    buffer.append(b"after the sync", NO_ASQN, 11)
+    slots = [
+        (operation[3], int.from_bytes(operation[2][:8], "big"))
+        for operation in fs.operations
+        if operation[0] == "pwrite" and operation[3] in (96, 144)
+    ]
+    assert slots == [(96, 2), (96, 4), (96, 6), (144, 7)]

@@ -86,6 +86,11 @@ COVERAGE: dict[str, tuple[str, ...]] = {
         "pytest:test_w40_flush_publishing_before_its_sync_is_caught",
         "pytest:test_w40_cutover_without_committing_the_buffer_is_caught",
     ),
+    "W-41": (
+        "pytest:test_w41_slot_stored_before_its_record_is_caught",
+        "pytest:test_w41_flush_without_syncing_the_mapping_is_caught",
+    ),
+    "W-42": ("pytest:test_w42_unsynced_publication_over_the_durable_slot_is_caught",),
 }
 
 

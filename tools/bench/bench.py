@@ -64,6 +64,7 @@ ORDER = (
     "W4.encode",
     "W4.exclusive",
     "W5",
+    "W6",
     "R1",
     "R1.codec",
     "R1.floor",
@@ -132,7 +133,7 @@ def run(plan: Plan, out: Path, sections: set[str], skip_spark: str | None) -> tu
                 rows.extend(measure_sqlite(log, plan, work / "scratch", appends=appends))
         if "writes" in sections:
             for log in logs:
-                progress(f"W1 to W5 on {log.path.name}", started)
+                progress(f"W1 to W6 on {log.path.name}", started)
                 rows.extend(measure_writes(log, plan, work / "scratch"))
         if "recovery" in sections:
             for log in logs:

@@ -6,15 +6,21 @@
 //! copies it into the buffer and returns where it will lie once committed. Anything
 //! unusual (a payload that is not `bytes`, a full buffer or segment, an asqn out of
 //! order) returns a code, and the Python caller takes its slower, checked path.
+//!
+//! Mapped (the `mmap` mode): after `map`, each append also publishes its record at once,
+//! by stores into a shared mapping of the segment (records, then slot, then mirror fields,
+//! each store ordered after the ones before it), with no system call.
 
 use std::fs::File;
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::os::unix::fs::FileExt;
-use std::sync::{Mutex, PoisonError};
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyTuple, PyType};
@@ -32,7 +38,7 @@ const FLUSH_FIRST: u8 = 2;
 const CUTOVER_FIRST: u8 = 3;
 /// The asqn is not above the last one.
 const ASQN_ORDER: u8 = 4;
-/// The next index would not fit 64 bits.
+/// The next index, or a mapped buffer's next generations, would not fit 64 bits.
 const INDEXES_USED_UP: u8 = 5;
 /// Not a plain case (a payload that is not `bytes`, too large, an asqn that is no `i64`): check in Python.
 const CHECK_ARGUMENTS: u8 = 6;
@@ -40,6 +46,8 @@ const CHECK_ARGUMENTS: u8 = 6;
 /// Where the slots of even and odd generations lie, and the mirror fields (`_format`).
 const SLOT_OFFSETS: [u64; 2] = [96, 144];
 const SLOT_CRC_COVERS: usize = 44;
+/// Where the second slot ends: a mapping covers at least this much.
+const SLOTS_END: u64 = 192;
 const MIRROR_OFFSET: u64 = 6;
 const STATUS_OPEN: u16 = 0;
 const STATUS_CLOSED: u16 = 1;
@@ -57,6 +65,95 @@ struct State {
     /// When the oldest record in `bytes` was appended.
     oldest: Option<Instant>,
     closed: bool,
+    /// Mapped: where each append publishes at once, and the generation it last published.
+    mapped: Option<Target>,
+    generation: u64,
+    /// The newest generation known durable: its slot is not written until a newer one is (W-42).
+    synced_generation: u64,
+    next_log_number: u32,
+}
+
+impl State {
+    /// The commit state of the active generation, as a mapped buffer publishes it.
+    fn published(&self) -> Published {
+        (
+            self.generation,
+            self.start,
+            self.next_index,
+            self.last_asqn,
+            self.last_timestamp_us,
+        )
+    }
+}
+
+/// Where a mapped buffer's stores go: a shared mapping of the segment, or the writer's file system
+/// object (the tests record and crash its `pwrite` calls as the mapping's stores).
+enum Target {
+    Memory(Mapping),
+    Calls(Py<PyAny>, i32),
+}
+
+/// A shared, writable mapping of the first `len` bytes of a segment file.
+struct Mapping {
+    at: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is process-wide memory; its stores are made under the buffer's state mutex, and
+// msync may run beside them.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(fd: i32, len: usize) -> std::io::Result<Self> {
+        // SAFETY: a fresh mapping chosen by the kernel; the arguments are checked by mmap itself.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if at == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        NonNull::new(at.cast::<u8>())
+            .map(|at| Self { at, len })
+            .ok_or_else(|| std::io::Error::other("mmap returned a null mapping"))
+    }
+
+    /// Copy `data` to `offset`, after every store made before (release order: a reader that sees
+    /// a slot sees the records it publishes).
+    fn store(&self, data: &[u8], offset: u64) -> std::io::Result<()> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        if start.checked_add(data.len()).filter(|&end| end <= self.len).is_none() {
+            return Err(std::io::Error::other("a store beyond the mapped segment"));
+        }
+        fence(Ordering::Release);
+        // SAFETY: `start..start + data.len()` lies within the mapping (checked above), which lives
+        // until `self` is dropped; `data` is a Rust slice, so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.at.as_ptr().add(start), data.len()) };
+        Ok(())
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        // SAFETY: the whole mapping, as created.
+        if unsafe { libc::msync(self.at.as_ptr().cast(), self.len, libc::MS_SYNC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this value created; nothing uses it after the drop.
+        unsafe { libc::munmap(self.at.as_ptr().cast(), self.len) };
+    }
 }
 
 /// Records encoded and waiting for their commit, for one segment of one exclusive writer.
@@ -86,24 +183,25 @@ fn now_us() -> i64 {
 
 /// Append the record `openbinlog._records.encode_record` builds to `out`.
 fn encode_record(out: &mut Vec<u8>, index: u64, payload: &[u8], asqn: i64, timestamp_us: i64) {
-    let mut head = [0u8; RECORD_HEADER_SIZE];
     let length = MIN_RECORD_LENGTH.saturating_add(u32::try_from(payload.len()).unwrap_or(u32::MAX));
-    let fields = head.iter_mut();
-    let values = length
-        .to_be_bytes()
-        .into_iter()
-        .chain([FRAME_DATA, 0, 0, 0])
-        .chain(index.to_be_bytes())
-        .chain(asqn.to_be_bytes())
-        .chain(timestamp_us.to_be_bytes())
-        .chain(masked_crc32c(payload).to_be_bytes());
-    for (field, value) in fields.zip(values) {
-        *field = value;
-    }
-    let (covered, crc) = head.split_at_mut(HEADER_CRC_END);
-    crc.copy_from_slice(&masked_crc32c(covered).to_be_bytes());
+    let mut head = [0u8; RECORD_HEADER_SIZE];
+    put(&mut head, 0, &length.to_be_bytes());
+    put(&mut head, 4, &[FRAME_DATA, 0, 0, 0]);
+    put(&mut head, 8, &index.to_be_bytes());
+    put(&mut head, 16, &asqn.to_be_bytes());
+    put(&mut head, 24, &timestamp_us.to_be_bytes());
+    put(&mut head, 32, &masked_crc32c(payload).to_be_bytes());
+    let crc = head.get(..HEADER_CRC_END).map_or(0, masked_crc32c);
+    put(&mut head, HEADER_CRC_END, &crc.to_be_bytes());
     out.extend_from_slice(&head);
     out.extend_from_slice(payload);
+}
+
+/// Copy `value` into `out` at `at` (fixed layouts: every call fits).
+fn put(out: &mut [u8], at: usize, value: &[u8]) {
+    if let Some(field) = out.get_mut(at..at.saturating_add(value.len())) {
+        field.copy_from_slice(value);
+    }
 }
 
 #[pymethods]
@@ -146,8 +244,44 @@ impl RecordBuffer {
                 last_timestamp_us,
                 oldest: None,
                 closed: false,
+                mapped: None,
+                generation: 0,
+                synced_generation: 0,
+                next_log_number: 0,
             }),
         })
+    }
+
+    /// `PureRecordBuffer.map`: from now on each append publishes at once, through a shared mapping of
+    /// the first `length` bytes of `fd` (`fs` None) or through `fs.pwrite`; `generation` and
+    /// `next_log_number` are those of the active slot, which the caller has synced.
+    #[pyo3(signature = (fs, fd, length, generation, next_log_number, /))]
+    fn map(
+        &self,
+        py: Python<'_>,
+        fs: Option<&Bound<'_, PyAny>>,
+        fd: i32,
+        length: u64,
+        generation: u64,
+        next_log_number: u32,
+    ) -> PyResult<()> {
+        if length < self.end_limit || length < SLOTS_END {
+            return Err(PyValueError::new_err(
+                "the mapping must cover the header and every record",
+            ));
+        }
+        let mut state = self.lock_state(py);
+        if !state.bytes.is_empty() || state.mapped.is_some() {
+            return Err(PyValueError::new_err("map a buffer before its first append, once"));
+        }
+        state.mapped = Some(match fs {
+            None => Target::Memory(Mapping::new(fd, usize::try_from(length).unwrap_or(usize::MAX))?),
+            Some(fs) => Target::Calls(fs.clone().unbind(), fd),
+        });
+        state.generation = generation;
+        state.synced_generation = generation;
+        state.next_log_number = next_log_number;
+        Ok(())
     }
 
     /// Encode one record and return its ref, or a code saying what the caller must do first.
@@ -176,8 +310,12 @@ impl RecordBuffer {
             return Ok(CHECK_ARGUMENTS.into_pyobject(py)?.into_any().unbind());
         }
         let placed = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            self.place(&mut state, payload, asqn, clock)
+            let mut state = self.lock_state(py);
+            let placed = self.place(&mut state, payload, asqn, clock);
+            if placed.is_ok() && state.mapped.is_some() {
+                self.publish_mapped(py, &mut state)?;
+            }
+            placed
         };
         match placed {
             Ok((offset, index)) => Ok(self.new_ref(py, [self.log, offset, index])?.unbind()),
@@ -189,13 +327,16 @@ impl RecordBuffer {
     /// last asqn, last timestamp)`; the buffer is then empty. `close`: later appends get `CLOSED`.
     #[pyo3(signature = (close, /))]
     fn take<'py>(&self, py: Python<'py>, close: bool) -> (Bound<'py, PyBytes>, u64, u64, i64, i64) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.lock_state(py);
         let records = PyBytes::new(py, &state.bytes);
         let taken = u64::try_from(state.bytes.len()).unwrap_or(u64::MAX);
         state.start = state.start.saturating_add(taken);
         state.bytes.clear();
         state.oldest = None;
         state.closed |= close;
+        if state.closed {
+            state.mapped = None;
+        }
         (
             records,
             state.start,
@@ -224,7 +365,10 @@ impl RecordBuffer {
         close: bool,
     ) -> PyResult<Option<Published>> {
         let (records, start, published) = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.lock_state(py);
+            if state.mapped.is_some() {
+                return Self::commit_mapped(py, &mut state, generation, sync, close);
+            }
             let records = std::mem::take(&mut state.bytes);
             let start = state.start;
             state.start = start.saturating_add(u64::try_from(records.len()).unwrap_or(u64::MAX));
@@ -247,19 +391,19 @@ impl RecordBuffer {
         };
         let done = self.write_and_publish(py, &io, &records, start, published, next_log_number, sync, strict);
         if done.is_err() {
-            self.state.lock().unwrap_or_else(PoisonError::into_inner).closed = true;
+            self.lock_state(py).closed = true;
         }
         done.map(|()| (!records.is_empty()).then_some(published))
     }
 
     /// The bytes buffered.
-    fn pending(&self) -> usize {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).bytes.len()
+    fn pending(&self, py: Python<'_>) -> usize {
+        self.lock_state(py).bytes.len()
     }
 
     /// Seconds since the oldest buffered record was appended; 0.0 when the buffer is empty.
-    fn age(&self) -> f64 {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+    fn age(&self, py: Python<'_>) -> f64 {
+        let state = self.lock_state(py);
         state.oldest.map_or(0.0, |oldest| oldest.elapsed().as_secs_f64())
     }
 }
@@ -271,19 +415,14 @@ type Published = (u64, u64, u64, i64, i64);
 fn encode_slot(published: Published, next_log_number: u32) -> [u8; 48] {
     let (generation, offset, next_index, last_asqn, last_timestamp_us) = published;
     let mut slot = [0u8; 48];
-    let values = generation
-        .to_be_bytes()
-        .into_iter()
-        .chain(offset.to_be_bytes())
-        .chain(next_index.to_be_bytes())
-        .chain(last_asqn.to_be_bytes())
-        .chain(last_timestamp_us.to_be_bytes())
-        .chain(next_log_number.to_be_bytes());
-    for (byte, value) in slot.iter_mut().zip(values) {
-        *byte = value;
-    }
-    let (covered, crc) = slot.split_at_mut(SLOT_CRC_COVERS);
-    crc.copy_from_slice(&masked_crc32c(covered).to_be_bytes());
+    put(&mut slot, 0, &generation.to_be_bytes());
+    put(&mut slot, 8, &offset.to_be_bytes());
+    put(&mut slot, 16, &next_index.to_be_bytes());
+    put(&mut slot, 24, &last_asqn.to_be_bytes());
+    put(&mut slot, 32, &last_timestamp_us.to_be_bytes());
+    put(&mut slot, 40, &next_log_number.to_be_bytes());
+    let crc = slot.get(..SLOT_CRC_COVERS).map_or(0, masked_crc32c);
+    put(&mut slot, SLOT_CRC_COVERS, &crc.to_be_bytes());
     slot
 }
 
@@ -295,15 +434,10 @@ fn encode_mirror(offset: u64, log: u32, next_log_number: u32) -> [u8; 18] {
         STATUS_CLOSED
     };
     let mut mirror = [0u8; 18];
-    let values = status
-        .to_be_bytes()
-        .into_iter()
-        .chain(offset.to_be_bytes())
-        .chain(log.to_be_bytes())
-        .chain(next_log_number.to_be_bytes());
-    for (byte, value) in mirror.iter_mut().zip(values) {
-        *byte = value;
-    }
+    put(&mut mirror, 0, &status.to_be_bytes());
+    put(&mut mirror, 2, &offset.to_be_bytes());
+    put(&mut mirror, 10, &log.to_be_bytes());
+    put(&mut mirror, 14, &next_log_number.to_be_bytes());
     mirror
 }
 
@@ -312,6 +446,7 @@ fn encode_mirror(offset: u64, log: u32, next_log_number: u32) -> [u8; 18] {
 enum Io<'a, 'py> {
     Direct(ManuallyDrop<File>),
     Calls(&'a Bound<'py, PyAny>, i32),
+    Memory(&'a Mapping),
 }
 
 impl Io<'_, '_> {
@@ -321,6 +456,7 @@ impl Io<'_, '_> {
             Self::Calls(fs, fd) => fs
                 .call_method1("pwrite", (*fd, PyBytes::new(py, data), offset))
                 .map(|_| ()),
+            Self::Memory(mapping) => Ok(mapping.store(data, offset)?),
         }
     }
 
@@ -328,11 +464,84 @@ impl Io<'_, '_> {
         match self {
             Self::Direct(file) => Ok(py.detach(|| file.sync_data())?),
             Self::Calls(fs, fd) => fs.call_method1("fdatasync", (*fd,)).map(|_| ()),
+            Self::Memory(mapping) => Ok(py.detach(|| mapping.sync())?),
         }
     }
 }
 
 impl RecordBuffer {
+    /// The state, locked. A mapped buffer calls the file system object under this lock, which needs
+    /// the interpreter: a thread that has to wait for it waits without holding the interpreter.
+    fn lock_state(&self, py: Python<'_>) -> MutexGuard<'_, State> {
+        loop {
+            match self.state.try_lock() {
+                Ok(state) => return state,
+                Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(self.state.lock())),
+            }
+        }
+    }
+
+    /// Publish what `place` just encoded, through the mapping: records, slot, mirror fields.
+    fn publish_mapped(&self, py: Python<'_>, state: &mut State) -> PyResult<()> {
+        let start = state.start;
+        state.start = start.saturating_add(u64::try_from(state.bytes.len()).unwrap_or(u64::MAX));
+        state.oldest = None;
+        // W-42: the slot of the newest durable generation stays as it is until a sync; an unsynced
+        // active generation is overwritten by the one two above it, which belongs to the same slot.
+        let step = if state.generation == state.synced_generation {
+            1
+        } else {
+            2
+        };
+        state.generation = state.generation.saturating_add(step);
+        let published = state.published();
+        let records = &state.bytes;
+        let done = match &state.mapped {
+            Some(Target::Memory(mapping)) => {
+                let io = Io::Memory(mapping);
+                self.write_and_publish(py, &io, records, start, published, state.next_log_number, false, false)
+            }
+            Some(Target::Calls(fs, fd)) => {
+                let io = Io::Calls(fs.bind(py), *fd);
+                self.write_and_publish(py, &io, records, start, published, state.next_log_number, false, false)
+            }
+            None => Ok(()),
+        };
+        state.bytes.clear();
+        if done.is_err() {
+            state.closed = true;
+        }
+        done
+    }
+
+    /// `commit` of a mapped buffer: everything is published already; sync the mapping when `sync`,
+    /// unmap it when `close`, and return the state published since generation `generation`, if any.
+    fn commit_mapped(
+        py: Python<'_>,
+        state: &mut State,
+        generation: u64,
+        sync: bool,
+        close: bool,
+    ) -> PyResult<Option<Published>> {
+        state.closed |= close;
+        let published = state.published();
+        let synced = match (&state.mapped, sync) {
+            (Some(Target::Memory(mapping)), true) => py.detach(|| mapping.sync()).map_err(PyErr::from),
+            (Some(Target::Calls(fs, fd)), true) => fs.bind(py).call_method1("fdatasync", (*fd,)).map(|_| ()),
+            _ => Ok(()),
+        };
+        match synced {
+            Ok(()) if sync => state.synced_generation = state.generation,
+            Ok(()) => {}
+            Err(_) => state.closed = true,
+        }
+        if state.closed {
+            state.mapped = None;
+        }
+        synced.map(|()| (published.0 > generation).then_some(published))
+    }
+
     /// A `Ref` of `fields`, made as `tuple.__new__` makes an instance of a tuple subclass.
     fn new_ref<'py>(&self, py: Python<'py>, fields: [u64; 3]) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: `ref_alloc` is the ref class's own tp_alloc, called with that class and the
@@ -392,7 +601,7 @@ impl RecordBuffer {
         if state.bytes.len() >= self.buffer_bytes {
             return Err(FLUSH_FIRST);
         }
-        if state.next_index == u64::MAX {
+        if state.next_index == u64::MAX || (state.mapped.is_some() && state.generation >= u64::MAX - 1) {
             return Err(INDEXES_USED_UP);
         }
         if asqn != NO_ASQN && asqn <= state.last_asqn {

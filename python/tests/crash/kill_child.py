@@ -149,7 +149,9 @@ class ChildOptions:
     stop_at: int | None = None
     header_before_data: bool = False  # a broken writer, for the test of the tests
     appends: int = 10_000  # exit normally after so many
-    durability: str = "sync"  # "process": appends are acknowledged by the flush() after them (W-40)
+    durability: str = (
+        "sync"  # "process": appends are acknowledged by the flush() after them (W-40); "mmap" as they return
+    )
 
 
 def run_child(directory: str, options: ChildOptions, out_fd: int) -> None:
@@ -158,11 +160,15 @@ def run_child(directory: str, options: ChildOptions, out_fd: int) -> None:
     def say(line: str) -> None:
         os.write(out_fd, f"{line}\n".encode())
 
-    fs = ChildFileSystem(
+    fs: OsFileSystem = ChildFileSystem(
         writeback=options.writeback, stop_at=options.stop_at, header_before_data=options.header_before_data
     )
     buffered = options.durability == "process"
     extra: dict[str, Any] = {"flush_interval": 3600} if buffered else {}
+    if options.durability == "mmap":
+        extra = {"preallocate": 1 << 14}
+        if options.stop_at is None and not options.writeback:
+            fs = OsFileSystem()  # the operating system's: stores go into a real shared mapping, killed anywhere
     with Writer(directory, fs=fs, durability=options.durability, **extra) as writer:  # type: ignore[arg-type]
         say("opened")
         n = 0

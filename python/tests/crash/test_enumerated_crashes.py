@@ -3,7 +3,10 @@
 The small workloads (up to 10 records, with and without a cutover, in
 batches, preallocated, strict) are enumerated exhaustively under P0 to P3;
 a 60-record workload under P0 and P2 (512-byte and 4 KiB sectors); media
-faults (P4) on the finished logs. Sampled states also get their recovery
+faults (P4) on the finished logs. The modes that publish without a sync
+(``mmap``) promise a power loss no more than what a flush acknowledged:
+their P1 and P2 states are checked for that, and for damage reported, never
+silent. Sampled states also get their recovery
 crashed and a second generation of appends crashed again. ``--full`` adds
 P1 and P3 on the 60-record workload, a 150-record workload and denser
 sampling. The counts land in build/crash/summary.json.
@@ -12,6 +15,7 @@ sampling. The counts land in build/crash/summary.json.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import pytest
 
 from openbinlog import BinlogError, BinlogIOError, Reader, Writer, _accel
 
-from .checker import CrashChecker, ModelResult, Sampling
+from .checker import CrashChecker, ModelResult, Sampling, power_loss_results
 from .crash_states import MODELS, PAGE, SECTOR
 from .fs_trace import Create, Trace
 from .media_faults import MediaFaultChecker
@@ -27,9 +31,11 @@ from .summary import CrashSummary
 from .workloads import LOG, Workload, large_workload, run, small_workloads
 
 SMALL = small_workloads()
-EXCLUSIVE_WORKLOADS = [w for w in SMALL if w.name in ("exclusive", "process", "process-preallocated")]
+EXCLUSIVE_WORKLOADS = [w for w in SMALL if w.name in ("exclusive", "process", "process-preallocated", "mmap")]
 MEDIA_FAULT_WORKLOADS = [
-    w for w in SMALL if w.name in ("sync", "sync-cutover-after-5", "batches", "preallocated", "exclusive", "process")
+    w
+    for w in SMALL
+    if w.name in ("sync", "sync-cutover-after-5", "batches", "preallocated", "exclusive", "process", "mmap")
 ]
 
 
@@ -42,7 +48,7 @@ def sampling(full: bool) -> Sampling:
 def record(tmp_path: Path, workload: Workload) -> Trace:
     root = tmp_path / "recorded"
     root.mkdir()
-    return run(root, workload.steps, writer_options=workload.writer_options)
+    return run(root, workload.steps, writer_options=workload.writer_options, acks_at_append=workload.acks_at_append)
 
 
 def assert_no_violations(results: dict[str, ModelResult]) -> None:
@@ -83,6 +89,23 @@ def test_every_crash_state_of_an_exclusive_workload_with_the_pure_buffer_keeps_e
     """The exclusive writer encodes in its record buffer: the compiled one above, the reference here."""
     monkeypatch.setattr(_accel, "RecordBuffer", None)
     check_small_workload(workload, tmp_path, crash_summary, full_crash_run, f"{workload.name} (pure buffer)")
+
+
+@pytest.mark.parametrize("buffer", ["compiled", "pure"])
+def test_power_loss_in_the_mmap_mode_keeps_every_flushed_record_and_reports_damage(
+    buffer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_summary: CrashSummary
+) -> None:
+    """Spec 6.5: the mmap mode survives a power loss as the os mode does, and flush() makes it durable."""
+    if buffer == "pure":
+        monkeypatch.setattr(_accel, "RecordBuffer", None)
+    started = time.monotonic()
+    (workload,) = (dataclasses.replace(w, acks_at_append=False) for w in SMALL if w.name == "mmap")
+    trace = record(tmp_path, workload)
+    results = power_loss_results(trace, workload.name, tmp_path / "state")
+    crash_summary.add_all(f"mmap power loss ({buffer})", results)
+    crash_summary.timed(f"mmap power loss ({buffer})", time.monotonic() - started)
+    assert all(result.states > 100 for result in results.values())
+    assert_no_violations(results)
 
 
 def test_large_workload_under_sector_tearing_keeps_every_invariant(

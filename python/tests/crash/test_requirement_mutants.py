@@ -33,6 +33,7 @@ from logtools import FaultyFileSystem
 
 import openbinlog._maintenance as maintenance
 from openbinlog import BinlogError, Reader, Writer, _accel, verify
+from openbinlog import _buffer as buffer_module
 from openbinlog import _commit as commit_module
 from openbinlog import _cutover as cutover_module
 from openbinlog import _fs as fs_module
@@ -43,7 +44,7 @@ from openbinlog._fs import OsFileSystem
 from openbinlog._writer import _DirectoryLock
 
 from . import test_failed_syncs as failed_sync_tests
-from .checker import CrashChecker, describe, log_problems, publication_problems, read_log
+from .checker import CrashChecker, describe, log_problems, power_loss_results, publication_problems, read_log
 from .fs_trace import Trace
 from .workloads import LOG, Append, Cutover, Flush, Step, run, singles, small_workloads
 
@@ -539,10 +540,13 @@ def test_w40_flush_publishing_before_its_sync_is_caught(tmp_path: Path, monkeypa
     assert not reference.results["P1"].violations, reference.results["P1"].violations[:5]
     mutate(
         monkeypatch,
-        PureRecordBuffer,
-        "commit",
-        ("if sync:\n            io.fdatasync(fd)\n        if not records", "if not records"),
-        ("if strict:", "if sync or strict:"),
+        buffer_module,
+        "_write_and_publish",
+        (
+            "    if sync:\n        io.fdatasync(fd)\n    if not records:\n        return",
+            "    if not records:\n        return",
+        ),
+        ("        io.pwrite(fd, raw, at)", "        io.pwrite(fd, raw, at)\n    if sync:\n        io.fdatasync(fd)"),
     )
     checker = CrashChecker(tmp_path / "s2", "process flush publishing first", options)
     checker.run(record(tmp_path / "recorded", steps, **options), ("P1",), cap=16)
@@ -563,3 +567,66 @@ def test_w40_cutover_without_committing_the_buffer_is_caught(tmp_path: Path, mon
     problems = cutover_in_process_mode_problems(tmp_path / "log")
     assert any("cutover()" in problem for problem in problems), problems
     assert any("capacity" in problem for problem in problems), problems
+
+
+MAPPED = {"durability": "mmap", "preallocate": 512}
+MAPPED_STEPS: list[Step] = [*singles(1, (5, 0, 17)), Flush(), *singles(4, (9, 3)), Flush()]
+STORE_RECORDS = "    if records:\n        io.pwrite(fd, records, end - len(records))\n"
+
+
+def mapped_trace(root: Path, *, acks_at_append: bool = False) -> Trace:
+    root.mkdir()
+    return run(root, MAPPED_STEPS, writer_options=MAPPED, acks_at_append=acks_at_append)
+
+
+@pytest.mark.spec("W-41")
+def test_w41_slot_stored_before_its_record_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The mapped append stores the slot first: a process crash between the two stores publishes a hole.
+    monkeypatch.setattr(_accel, "RecordBuffer", None)
+    reference = CrashChecker(tmp_path / "s1", "mmap", MAPPED)
+    reference.run(mapped_trace(tmp_path / "reference", acks_at_append=True), ("P0",))
+    assert reference.results["P0"].states > 0
+    assert not reference.results["P0"].violations, reference.results["P0"].violations[:5]
+    mutate(
+        monkeypatch,
+        buffer_module,
+        "_write_and_publish",
+        ("    if records:\n        io.pwrite(fd, records, end - len(records))\n", ""),
+        (
+            "        io.pwrite(fd, raw, at)",
+            "        io.pwrite(fd, raw, at)\n    if records:\n        io.pwrite(fd, records, end - len(records))",
+        ),
+    )
+    checker = CrashChecker(tmp_path / "s2", "mmap slot first", MAPPED)
+    checker.run(mapped_trace(tmp_path / "recorded", acks_at_append=True), ("P0",))
+    assert checker.results["P0"].violations, "a slot stored before the record it publishes went unnoticed"
+
+
+@pytest.mark.spec("W-41")
+def test_w41_flush_without_syncing_the_mapping_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_accel, "RecordBuffer", None)
+    reference = power_loss_results(mapped_trace(tmp_path / "reference"), "mmap", tmp_path / "s1")
+    assert all(result.states > 0 and not result.violations for result in reference.values()), reference
+    mutate(monkeypatch, PureRecordBuffer, "_commit_mapped", ("if sync:", "if False:"))
+    mutant = power_loss_results(mapped_trace(tmp_path / "recorded"), "mmap", tmp_path / "s2")
+    problems = [str(v) for result in mutant.values() for v in result.violations]
+    assert any("acknowledged record lost" in problem for problem in problems), problems[:5]
+
+
+@pytest.mark.spec("W-42")
+def test_w42_unsynced_publication_over_the_durable_slot_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each mapped append takes the next generation, so that the second after a sync overwrites the durable slot.
+    monkeypatch.setattr(_accel, "RecordBuffer", None)
+    assert publication_problems(mapped_trace(tmp_path / "reference")) == []
+    mutate(
+        monkeypatch,
+        PureRecordBuffer,
+        "_publish_mapped",
+        ("1 if self._generation == self._synced_generation else 2", "1"),
+    )
+    trace = mapped_trace(tmp_path / "recorded")
+    assert any("while the other slot is not durable" in problem for problem in publication_problems(trace))
+    lost = power_loss_results(trace, "mmap", tmp_path / "s2")
+    assert any(result.violations for result in lost.values()), "a power loss tearing both slots went unnoticed"

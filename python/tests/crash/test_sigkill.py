@@ -280,6 +280,20 @@ def test_sigkill_of_process_mode_writers_loses_no_flushed_record(
     assert sum(len(campaign.acked) for campaign in campaigns) > 0
 
 
+@pytest.mark.spec("W-41")
+def test_sigkill_of_mmap_mode_writers_loses_no_append_that_returned(
+    tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool
+) -> None:
+    """The mmap mode survives a process crash: every append that returned is there, flushed or not. Kills land
+    anywhere in the stores of the real mapping, or at chosen operations of stores made through the file system."""
+    started = time.monotonic()
+    logs, children = (20, 15) if full_crash_run else (6, 10)
+    campaigns = run_campaigns(tmp_path, writeback=False, logs=logs, children=children, seed=23, durability="mmap")
+    phases = _report(campaigns, "SIGKILL mmap mode, page cache", crash_summary, started)
+    assert sum(phases.values()) == logs * children
+    assert sum(len(campaign.acked) for campaign in campaigns) > 0
+
+
 def test_sigkill_of_the_standalone_child_script(tmp_path: Path, crash_summary: CrashSummary) -> None:
     """The same, with children started as separate programs (as an application would run)."""
     started = time.monotonic()

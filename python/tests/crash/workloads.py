@@ -52,6 +52,9 @@ class Workload:
     # Crash points before this mark repeat a shorter workload's: enumerate from it.
     start_mark: str | None = None
     models: tuple[str, ...] = ("P0", "P1", "P2", "P3")
+    # Mark each append acknowledged when it returns, also in the modes where only flush() makes it durable:
+    # what a process crash must keep (the mmap mode).
+    acks_at_append: bool = False
 
     @property
     def records(self) -> int:
@@ -87,15 +90,20 @@ def run(
     writer_options: dict[str, Any],
     existing: Sequence[Record] = (),
     fs: RecordingFileSystem | None = None,
+    acks_at_append: bool = False,
 ) -> Trace:
-    """Run ``steps`` on the log at ``root/log``, recording every operation."""
+    """Run ``steps`` on the log at ``root/log``, recording every operation.
+
+    In the process and mmap modes an append is acknowledged by the ``Flush`` after it, unless
+    ``acks_at_append``."""
     recorder = fs or RecordingFileSystem(root, durability=writer_options.get("durability", "sync"))
     trace = recorder.trace
     trace.expected = list(existing)
     trace.base_acked = len(existing)
     clock = deterministic_clock()
     writers: dict[int, Writer] = {}
-    buffered = writer_options.get("durability") == "process"  # appends are acknowledged by flush()
+    # Appends acknowledged by flush(): durable only then.
+    buffered = writer_options.get("durability") in ("process", "mmap") and not acks_at_append
     last_index = 0
     try:
         for step in steps:
@@ -200,6 +208,14 @@ def small_workloads() -> list[Workload]:
             {"durability": "process", "flush_interval": 3600, "buffer_bytes": 60},
             models=("P0",),
         )
+    )
+    # The mmap mode: each append is published through the mapping, and flush() syncs it (W-41). Its stores
+    # are recorded as writes without a sync: each append's record, slot and mirror fields in their order.
+    # A process crash must keep every append that returned, flushed or not (P3: a store torn at any byte);
+    # a power loss, what a flush acknowledged (test_enumerated_crashes, as the os mode promises no more).
+    mapped = [*buffered[:4], Flush(), *buffered[4:], Flush()]
+    workloads.append(
+        Workload("mmap", mapped, {"durability": "mmap", "preallocate": 512}, models=("P0", "P3"), acks_at_append=True)
     )
     return workloads
 

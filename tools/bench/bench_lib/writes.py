@@ -1,4 +1,4 @@
-"""W1 to W5: appends per second, and the bare loops they are judged against.
+"""W1 to W6: appends per second, and the bare loops they are judged against.
 
 Every baseline writes the bytes the writer writes for one record (its
 40-byte header and the payload) to a fresh file in the same directory, so
@@ -40,6 +40,11 @@ PREALLOCATED_W1 = "durable appends/s, one writer, preallocated segments"
 EXCLUSIVE_SYNC = "durable appends/s, one writer, exclusive"
 EXCLUSIVE_OS = "buffered appends/s (durability os), exclusive"
 PROCESS_MODE = "buffered appends/s (durability process)"
+MMAP_MODE = "appends/s (durability mmap), each published at once"
+MMAP_NOTE = (
+    "Writer(durability='mmap', preallocate=...), opened untimed: single appends, each stored with its slot into a "
+    "shared mapping of the segment; both sides leave the data in the page cache (a process crash keeps it)"
+)
 PROCESS_NOTE = (
     "Writer(durability='process'), the lock held from open to close: single appends, then close(), which "
     "commits the buffer and syncs it once, timed together; opening is not timed"
@@ -333,7 +338,7 @@ def bare_append_worker(arguments: dict[str, Any]) -> None:
 
 
 def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
-    """W1 to W5 on one log (the writers append to it; the baselines write beside it)."""
+    """W1 to W6 on one log (the writers append to it; the baselines write beside it)."""
     size = log.record_size
     where: dict[str, Any] = dict(record_size=size, log_size=log.log_size)
     pool = payloads(size)
@@ -500,6 +505,21 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     finally:
         exclusive_file.close()
         process_file.close()
+    # The mmap mode on a preallocated log of its own, against one os.write per record (neither syncs).
+    mapped, mapped_file = scratch / "mapped", BaselineFile(scratch / "mapped-bare.dat")
+    try:
+        with Writer(mapped, durability="mmap", preallocate=plan.segment_bytes) as writer:
+            w6, mapped_writes = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.buffered_appends),
+                    Variant(bare_write(mapped_file, record), plan.buffered_appends),
+                ],
+                rounds=plan.rounds,
+                repeats=plan.repeats,
+            )
+    finally:
+        mapped_file.close()
+        shutil.rmtree(mapped, ignore_errors=True)
     measure = "buffered appends/s (durability os)"
     rows.append(compared(Row("W4", measure, "appends/s", **where, versus="bare os.write"), w4, writes, bar=0.5))
     row = Row("W4.floor", "the system calls of an os-mode commit alone", "appends/s", **where, versus="bare os.write")
@@ -522,4 +542,7 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     row = Row("W5", PROCESS_MODE, "appends/s", **where, versus="bare os.write, one sync at the end")
     row.note = f"{PROCESS_NOTE}; the bare loop does one os.write per record, then one fdatasync, timed together"
     rows.append(compared(row, w5, process_writes, bar=1.0))
+    row = Row("W6", MMAP_MODE, "appends/s", **where, versus="bare os.write")
+    row.note = MMAP_NOTE
+    rows.append(compared(row, w6, mapped_writes, bar=2.0))
     return rows

@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -64,6 +65,7 @@ func listSegmentNumbers(dir string, compressed bool) ([]uint32, error) {
 type segmentFile struct {
 	log  uint32
 	f    *os.File
+	src  io.ReaderAt // what reads read: f, or a test's stand-in for it
 	size uint64
 }
 
@@ -87,7 +89,7 @@ func openSegment(dir string, log uint32, flag int) (*segmentFile, error) {
 		return nil, &Error{Class: ClassIOError, Log: u32p(log), Err: errNotRegular,
 			Msg: "not a regular file: " + fi.Mode().Type().String()}
 	}
-	s := &segmentFile{log: log, f: f, size: uint64(fi.Size())}
+	s := &segmentFile{log: log, f: f, src: f, size: uint64(fi.Size())}
 	return s, nil
 }
 
@@ -110,7 +112,7 @@ func (s *segmentFile) close() { s.f.Close() }
 // a short read is a failed read, never a truncation.
 func (s *segmentFile) readAt(off, n uint64) ([]byte, error) {
 	b := make([]byte, n)
-	if _, err := s.f.ReadAt(b, int64(off)); err != nil {
+	if _, err := s.src.ReadAt(b, int64(off)); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -128,7 +130,7 @@ func (s *segmentFile) maskedCRCAt(off, n uint64) (uint32, error) {
 	var crc uint32
 	for n > 0 {
 		b := buf[:min(n, chunk)]
-		if _, err := s.f.ReadAt(b, int64(off)); err != nil {
+		if _, err := s.src.ReadAt(b, int64(off)); err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
@@ -166,22 +168,71 @@ func (s *segmentFile) blank() (bool, error) {
 	return IsBlank(b), nil
 }
 
-// header reads and checks the header (section 3.4).
+// header reads and checks the header (section 3.4), reading it again while
+// a read of a version 2 header finds neither commit slot valid.
 func (s *segmentFile) header() (*Header, error) {
-	b, err := s.headBytes()
+	b, err := readSettled(s.headBytes, headerSlots)
 	if err != nil {
 		return nil, err
 	}
 	return CheckHeader(b, int64(s.size), s.log)
 }
 
-// activeSlot re-reads both commit slots and chooses the active one.
+// activeSlot re-reads both commit slots and chooses the active one,
+// reading them again while neither is valid.
 func (s *segmentFile) activeSlot(baseIndex uint64) (Slot, error) {
-	b, err := s.readAt(slot0Offset, 2*SlotSize)
+	b, err := readSettled(func() ([]byte, error) { return s.readAt(slot0Offset, 2*SlotSize) },
+		func(b []byte) []byte { return b })
 	if err != nil {
 		return Slot{}, err
 	}
 	return SelectSlot(b, s.log, baseIndex)
+}
+
+// maxSettleReads bounds the reads of readSettled.
+const maxSettleReads = 8
+
+// readSettled returns the bytes of read(), the header or the commit slots
+// of a segment, re-read while neither commit slot in them is valid:
+// a writer that publishes through a shared memory mapping can publish twice
+// during one read, tearing both slots in what that read saw. It stops at
+// the first read whose slots hold a valid one, at a read that returns
+// exactly the bytes of the read before it (damage that stays: one extra
+// read), or after maxSettleReads reads in all, and returns that read's
+// bytes for the caller to check, which reports bad_header when neither slot
+// is valid in them. slots returns the 96 slot bytes of a read, or nil when
+// the read holds no commit slots to settle (a short file, a version 1
+// header). A failed read is returned as it is.
+func readSettled(read func() ([]byte, error), slots func(b []byte) []byte) ([]byte, error) {
+	b, err := read()
+	for n := 1; err == nil && n < maxSettleReads; n++ {
+		sb := slots(b)
+		if sb == nil || anySlotValid(sb) {
+			break
+		}
+		prev := b
+		if b, err = read(); err == nil && bytes.Equal(b, prev) {
+			break
+		}
+	}
+	return b, err
+}
+
+// headerSlots returns the commit slots (offsets 96..191) of b, the first
+// bytes of a segment, when b holds a whole version 2 header; nil otherwise.
+func headerSlots(b []byte) []byte {
+	if len(b) < HeaderSize || be.Uint16(b[4:]) != Version2 {
+		return nil
+	}
+	return b[slot0Offset : slot1Offset+SlotSize]
+}
+
+// anySlotValid reports whether either of the two slots in the 96 bytes b
+// passes its checks of generation and checksum (section 3.2).
+func anySlotValid(b []byte) bool {
+	_, ok0 := decodeSlot(b[:SlotSize])
+	_, ok1 := decodeSlot(b[SlotSize : 2*SlotSize])
+	return ok0 || ok1
 }
 
 // firstNonZero returns the offset of the first non-zero byte in [from, size),
