@@ -20,6 +20,7 @@ from ._format import FRAME_DATA, MAX_RECORD_LENGTH, MIN_RECORD_LENGTH, NO_ASQN, 
 
 if TYPE_CHECKING:
     from ._buffer import RecordBuffer as RecordBufferType
+    from ._native import Appender as NativeAppender
     from ._native import Verifier as NativeVerifier
 
 PURE_PYTHON_VARIABLE = "OPENBINLOG_PURE_PYTHON"
@@ -40,6 +41,8 @@ _PROBE_FIELDS = (
 walk_lengths: Callable[[bytes, int], tuple[bytes, bytes, bytes, int]] | None = None
 Verifier: type[NativeVerifier[Any]] | None = None
 RecordBuffer: Callable[..., RecordBufferType] | None = None
+# Writer.append of the modes whose appends return at once, without a Python frame (_buffered).
+Appender: type[NativeAppender] | None = None
 # Why the pure-Python decoder runs, or None when the compiled one does. A missing module is silent (a machine
 # without Rust installs the pure package); build_info() tells.
 PURE_REASON: str | None
@@ -66,6 +69,7 @@ else:
         )
         if _native_constants == _constants and _native.read_header(_probe) == _PROBE_FIELDS:
             walk_lengths, Verifier, RecordBuffer = _native.walk_lengths, _native.Verifier, _native.RecordBuffer
+            Appender = _native.Appender
             PURE_REASON = None
         else:
             PURE_REASON = "openbinlog._native disagrees with the record layout or constants"

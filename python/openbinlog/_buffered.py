@@ -112,9 +112,25 @@ class BufferedMixin(WriterBase):
             fs = None if type(self._fs) is OsFileSystem else self._fs
             buffer.map(fs, segment.fd, capacity, commit.generation, commit.next_log_number)
         self._buffer = buffer  # mapped before appenders in other threads can see it
+        self._install_appender(buffer)
         if self._flusher is None and self.durability == "process":
             self._flusher = threading.Thread(target=self._flush_when_due, name="binlog-flush", daemon=True)
             self._flusher.start()
+
+    def _install_appender(self, buffer: RecordBuffer) -> None:
+        """Where appends return at once, ``append`` is the compiled buffer's own, with no Python frame: the
+        writer's method runs only for the codes it returns. Not with a clock of the writer's (read per append
+        in Python), nor where a mapped store may fail through a file-system object."""
+        if self._waits_for_commit or self._custom_clock or _accel.Appender is None or _accel.RecordBuffer is None:
+            return
+        if self.durability == "mmap" and type(self._fs) is not OsFileSystem:
+            return
+        appender = self.__dict__.get("append")
+        if appender is None:
+            # An instance attribute before the method: the one lookup of ``writer.append`` finds it.
+            self.__dict__["append"] = _accel.Appender(buffer, self._append_buffered)
+        else:
+            appender.use_buffer(buffer)
 
     def _append_buffered(self, payload: object, asqn: object) -> Ref:
         """The path of an append the buffer did not take at once: check it, do what the buffer asks, retry."""

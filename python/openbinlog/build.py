@@ -23,7 +23,8 @@ class BuildInfo:
     python: str  # e.g. "3.11.7 (CPython)"
     decoder: Literal["compiled", "pure Python"]  # the record decoder the Reader and verify use
     decoder_note: str | None  # why the decoder is pure Python ("openbinlog._native not built", ...); None if compiled
-    # The process mode's record encoder (_buffer): compiled with the decoder; the other modes encode in Python.
+    # The record encoder of exclusive writers (_buffer; the process and mmap modes are exclusive): compiled with the
+    # decoder. Ordinary writers encode in Python.
     encoder: Literal["compiled", "pure Python"]
     extras: dict[str, bool]  # each optional extra ("zstd", "arrow", "spark"): installed or not
 

@@ -26,7 +26,13 @@ def test_append_with_ack_prints_each_durable_index(log_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "options", [("--exclusive",), ("--durability", "process"), ("--durability", "os", "--exclusive")]
+    "options",
+    [
+        ("--exclusive",),
+        ("--durability", "process"),
+        ("--durability", "os", "--exclusive"),
+        ("--durability", "mmap", "--preallocate", "4096"),
+    ],
 )
 def test_append_of_an_exclusive_writer_acknowledges_only_durable_records(
     log_dir: Path, options: tuple[str, ...]
@@ -35,6 +41,13 @@ def test_append_of_an_exclusive_writer_acknowledges_only_durable_records(
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1", "2", "3"]
     assert [e.payload for e in read_entries(log_dir)] == [b"one", b"two", b"three"]
+
+
+def test_append_in_the_mmap_mode_without_preallocated_segments_is_a_usage_error(log_dir: Path) -> None:
+    result = run("append", str(log_dir), "--durability", "mmap", stdin="one")
+    assert result.returncode == 2
+    assert "--preallocate" in result.stderr
+    assert not log_dir.exists()
 
 
 def test_dump_jsonl_has_log_offset_index_and_base64_payload(log_dir: Path) -> None:

@@ -382,3 +382,31 @@ def test_mmap_appenders_in_threads_lose_nothing(log_dir: Path, buffer_kind: str)
             thread.join()
     assert sorted(ref for ref, _ in read_all(log_dir)) == sorted(refs)
     assert len(refs) == 800
+
+
+@pytest.mark.parametrize("durability", ["process", "mmap"])
+def test_append_without_a_python_frame_behaves_as_the_writer_method(log_dir: Path, durability: Any) -> None:
+    """The compiled appender of the modes whose appends return at once: the same refs, errors and checks."""
+    if _accel.Appender is None:
+        pytest.skip("openbinlog._native is not built")
+    with Writer(log_dir, durability=durability, preallocate=1024, flush_interval=3600) as writer:
+        append = writer.append  # kept across cutovers, as a hot loop keeps it
+        assert isinstance(append, _accel.Appender)
+        refs = [append(b"%d" % n, asqn=n) for n in range(20)]  # 41-byte records: a cutover every 18
+        refs.append(append(bytearray(b"not bytes")))
+        with pytest.raises(AsqnOrderError):
+            append(b"x", asqn=3)
+        with pytest.raises(AsqnOrderError):
+            append(b"x", asqn=None)  # type: ignore[arg-type]
+        with pytest.raises(PayloadTooLargeError):
+            append(b"x" * 2000)
+        with pytest.raises(TypeError, match="asqn"):
+            append(b"x", sqn=4)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            append(b"x", 4)  # type: ignore[misc]
+        refs.append(append(b"last", asqn=100))
+    assert [ref for ref, _ in read_all(log_dir)] == refs
+    assert len({ref.log for ref in refs}) == 2
+    assert [ref.index for ref in refs] == list(range(1, 23))
+    with pytest.raises(WriterClosedError):
+        append(b"after close")

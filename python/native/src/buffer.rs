@@ -16,14 +16,14 @@ use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple, PyType};
 
 use crate::{masked_crc32c, type_slot, FRAME_DATA, HEADER_CRC_END, MIN_RECORD_LENGTH, NO_ASQN, RECORD_HEADER_SIZE};
 
@@ -46,6 +46,8 @@ const CHECK_ARGUMENTS: u8 = 6;
 /// Where the slots of even and odd generations lie, and the mirror fields (`_format`).
 const SLOT_OFFSETS: [u64; 2] = [96, 144];
 const SLOT_CRC_COVERS: usize = 44;
+/// The page size the mapping is made writable in.
+const PAGE: usize = 4096;
 /// Where the second slot ends: a mapping covers at least this much.
 const SLOTS_END: u64 = 192;
 const MIRROR_OFFSET: u64 = 6;
@@ -97,7 +99,13 @@ enum Target {
 struct Mapping {
     at: NonNull<u8>,
     len: usize,
+    /// Where the pages made writable ahead of the stores end (`MADV_POPULATE_WRITE`).
+    populated: AtomicUsize,
 }
+
+/// Pages are made writable a window ahead of the stores, in one system call per window: a store then
+/// meets no page fault, and a sync writes at most a window of zeros beyond the records.
+const POPULATE_WINDOW: usize = 1 << 20;
 
 // SAFETY: the mapping is process-wide memory; its stores are made under the buffer's state mutex, and
 // msync may run beside them.
@@ -106,7 +114,7 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    fn new(fd: i32, len: usize) -> std::io::Result<Self> {
+    fn new(fd: i32, len: usize, from: usize) -> std::io::Result<Self> {
         // SAFETY: a fresh mapping chosen by the kernel; the arguments are checked by mmap itself.
         let at = unsafe {
             libc::mmap(
@@ -122,7 +130,11 @@ impl Mapping {
             return Err(std::io::Error::last_os_error());
         }
         NonNull::new(at.cast::<u8>())
-            .map(|at| Self { at, len })
+            .map(|at| Self {
+                at,
+                len,
+                populated: AtomicUsize::new(from),
+            })
             .ok_or_else(|| std::io::Error::other("mmap returned a null mapping"))
     }
 
@@ -137,6 +149,22 @@ impl Mapping {
         // SAFETY: `start..start + data.len()` lies within the mapping (checked above), which lives
         // until `self` is dropped; `data` is a Rust slice, so the ranges do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.at.as_ptr().add(start), data.len()) };
+        let populated = self.populated.load(Ordering::Relaxed);
+        let end = start.saturating_add(data.len());
+        if populated < self.len && end.saturating_add(POPULATE_WINDOW / 2) > populated {
+            let from = populated.max(end) & !(PAGE - 1);
+            let to = from.saturating_add(POPULATE_WINDOW).min(self.len);
+            // SAFETY: `from..to` lies within the mapping. A kernel without MADV_POPULATE_WRITE refuses
+            // it: the stores then fault their pages in one by one, as without the call.
+            unsafe {
+                libc::madvise(
+                    self.at.as_ptr().add(from).cast(),
+                    to.saturating_sub(from),
+                    libc::MADV_POPULATE_WRITE,
+                )
+            };
+            self.populated.store(to, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -275,7 +303,11 @@ impl RecordBuffer {
             return Err(PyValueError::new_err("map a buffer before its first append, once"));
         }
         state.mapped = Some(match fs {
-            None => Target::Memory(Mapping::new(fd, usize::try_from(length).unwrap_or(usize::MAX))?),
+            None => Target::Memory(Mapping::new(
+                fd,
+                usize::try_from(length).unwrap_or(usize::MAX),
+                usize::try_from(state.start).unwrap_or(usize::MAX),
+            )?),
             Some(fs) => Target::Calls(fs.clone().unbind(), fd),
         });
         state.generation = generation;
@@ -626,5 +658,65 @@ impl RecordBuffer {
             state.oldest = Some(Instant::now());
         }
         Ok((offset, index))
+    }
+}
+
+/// `Writer.append` of a writer whose appends return at once (the process and mmap modes): the buffer's
+/// append, called without a Python frame; any code it returns goes to the writer's own path, `slow`.
+#[pyclass(frozen, module = "openbinlog._native")]
+pub struct Appender {
+    /// The writer's buffer of the moment: a cutover gives the writer a new one.
+    buffer: Mutex<Py<RecordBuffer>>,
+    slow: Py<PyAny>,
+}
+
+#[pymethods]
+impl Appender {
+    #[new]
+    #[pyo3(signature = (buffer, slow, /))]
+    fn new(buffer: Py<RecordBuffer>, slow: Py<PyAny>) -> Self {
+        Self {
+            buffer: Mutex::new(buffer),
+            slow,
+        }
+    }
+
+    /// Append to `buffer` from now on.
+    #[pyo3(signature = (buffer, /))]
+    fn use_buffer(&self, buffer: Py<RecordBuffer>) {
+        *self.buffer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = buffer;
+    }
+
+    /// Append one record (`Writer.append(payload, *, asqn=-1)`); return its ref.
+    #[pyo3(signature = (payload, **options))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let asqn = match options {
+            None => NO_ASQN.into_pyobject(py)?.into_any(),
+            Some(options) => match (options.len(), options.get_item("asqn")?) {
+                (1, Some(asqn)) => asqn,
+                (0, _) => NO_ASQN.into_pyobject(py)?.into_any(),
+                _ => {
+                    let names: Vec<String> = options.keys().extract()?;
+                    return Err(PyTypeError::new_err(format!(
+                        "append() got unexpected keyword arguments {names:?}: only asqn"
+                    )));
+                }
+            },
+        };
+        let buffer = self
+            .buffer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone_ref(py);
+        let result = buffer.get().append(py, payload, &asqn, &py.None().into_bound(py))?;
+        if result.bind(py).is_exact_instance_of::<PyInt>() {
+            return self.slow.call1(py, (payload, asqn));
+        }
+        Ok(result)
     }
 }

@@ -409,5 +409,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(read_header, module)?)?;
     module.add_class::<Verifier>()?;
     module.add_class::<buffer::RecordBuffer>()?;
+    module.add_class::<buffer::Appender>()?;
     Ok(())
 }
