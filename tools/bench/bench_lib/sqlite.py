@@ -26,16 +26,17 @@ from .reads import reader_walk
 from .writes import (
     EXCLUSIVE_OS,
     EXCLUSIVE_SYNC,
+    PREALLOCATED_EXCLUSIVE,
     PROCESS_MODE,
     PROCESS_NOTE,
     AppendingProcesses,
     process_mode_appends,
     serve_appends,
+    spare_ready,
     threaded_calls,
     writer_appends,
 )
 
-PREALLOCATED_EXCLUSIVE = "durable appends/s, one writer, exclusive, preallocated"
 CREATE = "CREATE TABLE events (id INTEGER PRIMARY KEY, payload BLOB)"
 INSERT = "INSERT INTO events (payload) VALUES (?)"
 SELECT = "SELECT payload FROM events ORDER BY id"
@@ -200,7 +201,7 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
         volumes = database.parent / f"exclusive-preallocated-{log.record_size}"
         shutil.rmtree(volumes, ignore_errors=True)
         try:
-            with Writer(volumes, exclusive=True, preallocate=plan.segment_bytes) as writer:
+            with spare_ready(Writer(volumes, exclusive=True, preallocate=plan.segment_bytes)) as writer:
                 s1_preallocated, s1_preallocated_sqlite = interleaved_rates(
                     [
                         Variant(writer_appends(writer, pool), plan.sync_appends),

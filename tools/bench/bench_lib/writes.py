@@ -38,6 +38,7 @@ WORKER_TIMEOUT = 300.0
 PREALLOCATED_W1 = "durable appends/s, one writer, preallocated segments"
 # The rows of the writer options, worded alike here and in sqlite.py.
 EXCLUSIVE_SYNC = "durable appends/s, one writer, exclusive"
+PREALLOCATED_EXCLUSIVE = "durable appends/s, one writer, exclusive, preallocated"
 EXCLUSIVE_OS = "buffered appends/s (durability os), exclusive"
 PROCESS_MODE = "buffered appends/s (durability process)"
 MMAP_MODE = "appends/s (durability mmap), each published at once"
@@ -158,6 +159,15 @@ def record_encoding(pool: list[bytes]) -> Callable[[int], float]:
         return time.perf_counter() - start
 
     return run
+
+
+def spare_ready(writer: Writer) -> Writer:
+    """Wait, untimed, until a preallocating writer has filled its spare volume. It fills one in the background
+    once per segment; in the first seconds of a segment its writes would weigh on every sync timed, where in
+    the steady state they are spread over the whole segment's appends."""
+    if writer._spare_thread is not None:  # as the tests wait for it
+        writer._spare_thread.join()
+    return writer
 
 
 def writer_appends(writer: Appender, pool: list[bytes]) -> Callable[[int], float]:
@@ -362,6 +372,7 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
             Writer(log.path, verify_on_open=False) as writer,
             Writer(volumes, preallocate=plan.segment_bytes) as preallocated,
         ):
+            spare_ready(preallocated)
             # Two interleavings, each comparing like with like: the single-writer
             # loops among themselves, then W1 with the concurrent appenders. Mixed
             # in one rotation, a bare loop run right after eight busy threads ran
@@ -468,10 +479,19 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
             )
     finally:
         exclusive_file.close()
-    # Threads sharing an exclusive, preallocated writer (a log of its own, made untimed) against one bare loop.
+    # One appender and threads on an exclusive, preallocated writer (a log of its own, made untimed), each
+    # against the bare loop.
     volumes, threads_file = scratch / "exclusive-preallocated", BaselineFile(scratch / "exclusive-threads.dat")
     try:
-        with Writer(volumes, exclusive=True, preallocate=plan.segment_bytes) as writer:
+        with spare_ready(Writer(volumes, exclusive=True, preallocate=plan.segment_bytes)) as writer:
+            w1_preallocated_exclusive, w1_preallocated_exclusive_bare = interleaved_rates(
+                [
+                    Variant(writer_appends(writer, pool), plan.sync_appends),
+                    Variant(bare_write_sync(threads_file, record), plan.sync_appends),
+                ],
+                rounds=plan.rounds,
+                repeats=plan.repeats,
+            )
             shared = threaded_calls([lambda i: writer.append(pool[i % len(pool)])] * plan.threads)
             w2_exclusive, w2_exclusive_bare = interleaved_rates(
                 [
@@ -513,9 +533,7 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     capacity = max(plan.segment_bytes, HEADER_SIZE + appended + appended // 8)
     mapped, mapped_file = scratch / "mapped", BaselineFile(scratch / "mapped-bare.dat")
     try:
-        with Writer(mapped, durability="mmap", preallocate=capacity, max_segment_bytes=None) as writer:
-            if writer._spare_thread is not None:  # waited for untimed, as the tests do
-                writer._spare_thread.join()
+        with spare_ready(Writer(mapped, durability="mmap", preallocate=capacity, max_segment_bytes=None)) as writer:
             w6, mapped_writes = interleaved_rates(
                 [
                     Variant(writer_appends(writer, pool), plan.buffered_appends),
@@ -539,6 +557,12 @@ def measure_writes(log: BuiltLog, plan: Plan, scratch: Path) -> list[Row]:
     row = Row("W1.exclusive", EXCLUSIVE_SYNC, "appends/s", **where, versus="bare write+fdatasync")
     row.note = "Writer(exclusive=True), durability sync: the lock held from open to close, not taken per commit"
     rows.append(compared(row, w1_exclusive, exclusive_bare, bar=0.85))
+    row = Row("W1.exclusive", PREALLOCATED_EXCLUSIVE, "appends/s", **where, versus="bare write+fdatasync")
+    row.note = (
+        "Writer(exclusive=True, preallocate=...), durability sync, on a log of its own: a sync writes the records "
+        "and the header's slot, and no file size"
+    )
+    rows.append(compared(row, w1_preallocated_exclusive, w1_preallocated_exclusive_bare, bar=0.85))
     measure = f"durable appends/s, {plan.threads} threads, one writer, exclusive, preallocated"
     row = Row("W2.exclusive", measure, "appends/s", **where, versus="bare write+fdatasync")
     row.note = "threads sharing one Writer(exclusive=True, preallocate=...) against one thread's bare loop"
