@@ -34,6 +34,9 @@ __all__ = [
     "CUTOVER_FIRST",
     "FLUSH_FIRST",
     "INDEXES_USED_UP",
+    "SYNC_FILE",
+    "SYNC_NONE",
+    "SYNC_RECORDS",
     "Published",
     "PureRecordBuffer",
     "RecordBuffer",
@@ -46,6 +49,11 @@ CUTOVER_FIRST = 3  # the record does not fit the segment, or the segment reached
 ASQN_ORDER = 4  # the asqn is not above the last one
 INDEXES_USED_UP = 5  # the next index (a mapped buffer: or its next generations) would not fit 64 bits
 CHECK_ARGUMENTS = 6  # not a plain case (not bytes, too large, asqn no int64): the writer checks it
+
+# How a commit makes its records durable before it publishes them (spec 6.2, step 8).
+SYNC_NONE = 0
+SYNC_FILE = 1  # fdatasync of the segment: the records and every earlier write, the active slot's included
+SYNC_RECORDS = 2  # a synchronized write of the records alone (pwrite_synced): not the active slot
 
 _OS = OsFileSystem()
 _U8_MAX = 2**64 - 1
@@ -68,7 +76,7 @@ class RecordBuffer(Protocol):
         fd: int,
         generation: int,
         next_log_number: int,
-        sync: bool,
+        sync: int,
         strict: bool,
         close: bool,
         /,
@@ -87,6 +95,10 @@ class _MappedFile:
 
     def pwrite(self, fd: int, data: bytes, offset: int) -> None:
         self._map[offset : offset + len(data)] = data
+
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
+        self.pwrite(fd, data, offset)
+        self.fdatasync(fd)
 
     def fdatasync(self, fd: int) -> None:
         self._map.flush()
@@ -224,21 +236,23 @@ class PureRecordBuffer:
         fd: int,
         generation: int,
         next_log_number: int,
-        sync: bool,
+        sync: int,
         strict: bool,
         close: bool,
         /,
     ) -> Published | None:
         """Steps 7 to 10 of the write protocol (spec protocols §6.2) for what the buffer holds.
 
-        Write it at the commit point, sync it when ``sync``, publish generation
+        Write it at the commit point, make it durable as ``sync`` (``SYNC_*``) says, publish generation
         ``generation + 1`` (the slot, then the mirror fields), sync again when
         ``strict``; return what was published, or None when the buffer held
-        nothing (``sync`` still syncs). ``fs`` None: the operating system's
+        nothing (``SYNC_FILE`` still syncs). ``fs`` None: the operating system's
         file system. A failure closes the buffer (W-19).
         """
+        if sync not in (SYNC_NONE, SYNC_FILE, SYNC_RECORDS):
+            raise ValueError(f"sync {sync} is not one of SYNC_NONE, SYNC_FILE, SYNC_RECORDS")
         if self._target is not None:
-            return self._commit_mapped(generation, sync=sync, close=close)
+            return self._commit_mapped(generation, sync=sync != SYNC_NONE, close=close)
         records, end, next_index, last_asqn, last_timestamp_us = self.take(close)
         published = (generation + 1, end, next_index, last_asqn, last_timestamp_us)
         io = fs or _OS
@@ -288,14 +302,17 @@ def _write_and_publish(  # noqa: PLR0917 - one step of 6.2 each
     log: int,
     next_log_number: int,
     *,
-    sync: bool = False,
+    sync: int = SYNC_NONE,
 ) -> None:
-    """Steps 7 to 9 of 6.2: write ``records`` so that they end at ``end``, sync when ``sync``, then publish
-    ``published`` (the slot, then the mirror fields) unless there were no records."""
-    if records:
-        io.pwrite(fd, records, end - len(records))
-    if sync:
-        io.fdatasync(fd)
+    """Steps 7 to 9 of 6.2: write ``records`` so that they end at ``end``, make them durable as ``sync``
+    says, then publish ``published`` (the slot, then the mirror fields) unless there were no records."""
+    if records and sync == SYNC_RECORDS:
+        io.pwrite_synced(fd, records, end - len(records))
+    else:
+        if records:
+            io.pwrite(fd, records, end - len(records))
+        if sync != SYNC_NONE:
+            io.fdatasync(fd)
     if not records:
         return
     commit = CommitState(*published, next_log_number)

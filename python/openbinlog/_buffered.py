@@ -34,6 +34,9 @@ from ._buffer import (
     CUTOVER_FIRST,
     FLUSH_FIRST,
     INDEXES_USED_UP,
+    SYNC_FILE,
+    SYNC_NONE,
+    SYNC_RECORDS,
     PureRecordBuffer,
     RecordBuffer,
 )
@@ -50,6 +53,9 @@ _NO_LIMIT = 2**64 - 1
 # The modes that may publish without a sync before (spec 6.5): their writers keep W-42.
 _PUBLISH_UNSYNCED = ("os", "process", "mmap")
 _MAX_ASQN = 2**63 - 1
+# A writer that syncs records alone syncs the whole file once its commit point is this far beyond the
+# newest durable slot's: after a power loss, readers fall back, and recovery walks, no further (spec 6.2).
+FULL_SYNC_BYTES = 1 << 20
 
 
 class BufferedMixin(WriterBase):
@@ -59,6 +65,8 @@ class BufferedMixin(WriterBase):
     flush_interval: float
     _waits_for_commit: bool  # an append waits for a commit (not in the process and mmap modes)
     _synced_generation: int  # the newest generation of the segment known durable (W-42)
+    _synced_offset: int  # its commit offset
+    _sync_records_alone: bool  # batches sync their records alone (step 8 of 6.2), not the whole file
     _buffer: RecordBuffer | None  # None: the writer does not buffer
     _custom_clock: bool  # a clock given to the writer: read it per append, rather than the system clock
     _flusher: threading.Thread | None
@@ -100,10 +108,10 @@ class BufferedMixin(WriterBase):
             _NO_LIMIT if last or self.max_segment_bytes is None else self.max_segment_bytes,
             self.buffer_bytes,
         )
-        if self.durability in _PUBLISH_UNSYNCED:
+        if self.durability in _PUBLISH_UNSYNCED or self._sync_records_alone:
             # W-42 counts from a durable active slot: the one read at open may be a crashed writer's, unsynced.
             self._fs.fdatasync(segment.fd)
-        self._synced_generation = commit.generation
+        self._synced_generation, self._synced_offset = commit.generation, commit.commit_offset
         if mapped and capacity:
             if self._fs.size(segment.fd) < capacity:  # a store beyond the file's end would kill the process
                 raise BinlogIOError(
@@ -204,7 +212,7 @@ class BufferedMixin(WriterBase):
         try:
             with self._locked:
                 self._check_usable()
-                self._commit_buffer_locked(sync=self.durability != "os")
+                self._commit_buffer_locked(sync=self.durability != "os", records_alone=self._sync_records_alone)
         except OSError as exc:  # inline rather than _os_errors: this runs once per append
             raise BinlogIOError(f"write or sync failed, nothing of this commit is acknowledged: {exc}") from exc
         finally:
@@ -245,8 +253,11 @@ class BufferedMixin(WriterBase):
         with self._os_errors(failed), self._locked:
             self._commit_buffer_locked(sync=sync, close=close)
 
-    def _commit_buffer_locked(self, *, sync: bool, close: bool = False) -> tuple[OpenSegment, CommitState]:
-        """Under the lock: the buffer's records as one batch, by steps 7 to 10 of 6.2 (W-40)."""
+    def _commit_buffer_locked(
+        self, *, sync: bool, close: bool = False, records_alone: bool = False
+    ) -> tuple[OpenSegment, CommitState]:
+        """Under the lock: the buffer's records as one batch, by steps 7 to 10 of 6.2 (W-40); ``sync``: make them
+        durable before publishing, ``records_alone``: by a synchronized write of theirs, not a sync of the file."""
         buffer, known = self._buffer, self._known
         assert buffer is not None
         assert known is not None
@@ -254,10 +265,14 @@ class BufferedMixin(WriterBase):
         if self._failed is not None:
             buffer.take(True)
             self._check_usable()
-        # W-42: publishing without a sync over an active generation not yet durable, skip one, so that
-        # the slot of the newest durable generation stays as it is. (A mapped buffer counts its own.)
+        how = SYNC_FILE if sync else SYNC_NONE
+        if sync and records_alone and commit.commit_offset - self._synced_offset < FULL_SYNC_BYTES:
+            how = SYNC_RECORDS
+        # W-42: publishing over an active generation not yet durable (no sync, or one of the records alone),
+        # skip one, so that the slot of the newest durable generation stays as it is. (A mapped buffer
+        # counts its own.)
         base = commit.generation
-        if not sync and base != self._synced_generation and self.durability != "mmap":
+        if how != SYNC_FILE and base != self._synced_generation and self.durability != "mmap":
             base += 1
         if base >= MAX_COUNTER - 1:
             raise LogFullError("the commit generation is used up: start a new log", path=segment.path, log=segment.log)
@@ -266,17 +281,17 @@ class BufferedMixin(WriterBase):
             # Straight to the file when it is the operating system's: the compiled buffer then
             # releases the interpreter during each write and sync.
             fs = None if type(self._fs) is OsFileSystem else self._fs
-            published = buffer.commit(fs, segment.fd, base, commit.next_log_number, sync, strict, close)
+            published = buffer.commit(fs, segment.fd, base, commit.next_log_number, how, strict, close)
         except BaseException as exc:
             self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
             raise
-        if sync:
-            self._synced_generation = commit.generation  # the step 8 sync made the active slot durable
+        if how == SYNC_FILE:  # the step 8 sync made the active slot durable
+            self._synced_generation, self._synced_offset = commit.generation, commit.commit_offset
         if published is not None:
             commit = CommitState(*published, commit.next_log_number)
             self._known = (segment, commit)
             if strict:
-                self._synced_generation = commit.generation
+                self._synced_generation, self._synced_offset = commit.generation, commit.commit_offset
         return segment, commit
 
     def _cut_over_buffered(self, payload_size: int) -> None:

@@ -23,6 +23,7 @@ _LOCK_WHOLE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
 _UNLOCK_WHOLE = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
 _OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
+_RWF_DSYNC: int | None = getattr(os, "RWF_DSYNC", None)  # Linux 4.7 and later
 
 
 class FileSystem(Protocol):
@@ -32,6 +33,7 @@ class FileSystem(Protocol):
     def size(self, fd: int) -> int: ...
     def pread(self, fd: int, size: int, offset: int) -> bytes: ...
     def pwrite(self, fd: int, data: bytes, offset: int) -> None: ...
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None: ...
     def truncate(self, fd: int, size: int) -> None: ...
     def fdatasync(self, fd: int) -> None: ...
     def fsync_dir(self, path: str) -> None: ...
@@ -142,6 +144,26 @@ class OsFileSystem:
             written = os.pwrite(fd, view, offset)
             if written == 0:
                 raise OSError(errno.EIO, "pwrite wrote nothing")
+            view = view[written:]
+            offset += written
+
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
+        """Write ``data`` and return once those bytes are durable, not the rest of the file (``RWF_DSYNC``,
+        spec 6.2 step 8); where the system lacks it, a write and an ``fdatasync`` of the whole file."""
+        view = memoryview(data)
+        while view:
+            try:
+                if _RWF_DSYNC is None:
+                    raise OSError(errno.EOPNOTSUPP, "no RWF_DSYNC")
+                written = os.pwritev(fd, [view], offset, _RWF_DSYNC)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS) or len(view) < len(data):
+                    raise
+                self.pwrite(fd, data, offset)  # nothing written yet: the same durability, the whole file's sync
+                self.fdatasync(fd)
+                return
+            if written == 0:
+                raise OSError(errno.EIO, "pwritev wrote nothing")
             view = view[written:]
             offset += written
 

@@ -60,7 +60,7 @@ class RecordBuffer:
         fd: int,
         generation: int,
         next_log_number: int,
-        sync: bool,
+        sync: int,
         strict: bool,
         close: bool,
         /,

@@ -9,6 +9,7 @@ segment), and waits for new records only in ``has_next(timeout)``.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import time
@@ -107,7 +108,10 @@ class Reader:
         self.tolerant = tolerant
         self._walk = LogWalk(LocalDirectory(self.directory), one_segment=one_segment, tolerant=tolerant)
         self.damage: list[Damage] = self._walk.damage
-        self._ready: list[Entry] = []  # decoded, not returned yet; the next one last
+        # The entries of the last batch decoded, and the iterator over them that every way of reading shares:
+        # what it has not returned yet is what the reader returns next.
+        self._batch: list[Entry] = []
+        self._cursor: Iterator[Entry] = iter(self._batch)
         self._closed = False
         self._waiter: ChangeWaiter | None = None
         if at_end:
@@ -115,22 +119,38 @@ class Reader:
             after = None if last is None else last.ref
         ref = start or after
         if ref is not None:
-            self._ready = self._walk.start_at(ref, inclusive=start is not None)[::-1]
+            self._hold(self._walk.start_at(ref, inclusive=start is not None))
         elif seek is not None:
             self._walk.seek(seek)
 
     # -- public API ---------------------------------------------------------
 
     def __iter__(self) -> Iterator[Entry]:
-        return self
+        """The records from the next one on. A loop left early leaves the rest to the next loop or ``next``."""
+        # Each batch is returned by its list's own iterator, chained, with no Python code per record: that
+        # code would cost as much as decoding and checking the record.
+        return itertools.chain.from_iterable(self._cursors())
 
     def __next__(self) -> Entry:
-        ready = self._ready
-        if ready:
-            return ready.pop()
+        for entry in self._cursor:
+            return entry
         if self._peek() is None:
             raise StopIteration
-        return self._ready.pop()
+        return next(self._cursor)
+
+    def _cursors(self) -> Iterator[Iterator[Entry]]:
+        """The shared iterator over each batch in turn, the next asked for once the one before is exhausted.
+
+        An error of the walk is raised through an iterator of its own, so that this generator lives on: the
+        next ``next()`` on the same loop walks again, as ``Reader.__next__`` does, rather than ending as if the
+        log had."""
+        while True:
+            yield self._cursor
+            try:
+                if self._peek() is None:
+                    return
+            except Exception as exc:  # raised again, unchanged, by the iterator yielded
+                yield _raising(exc)
 
     def has_next(self, timeout: float = 0.0) -> bool:
         """True when a committed record is ready, waiting up to ``timeout`` seconds."""
@@ -159,8 +179,8 @@ class Reader:
     @property
     def position(self) -> Ref | None:
         """The ref the next record will have, when known."""
-        if self._ready:
-            return self._ready[-1].ref
+        if left := operator.length_hint(self._cursor):
+            return self._batch[-left].ref
         return self._walk.position
 
     def close(self) -> None:
@@ -168,7 +188,7 @@ class Reader:
             self._waiter.close()
             self._waiter = None
         self._walk.close()
-        self._ready = []
+        self._hold([])
         self._closed = True
 
     def __enter__(self) -> Reader:
@@ -182,13 +202,24 @@ class Reader:
     def _peek(self) -> Entry | None:
         if self._closed:
             raise BinlogError("reader is closed", path=self.directory)
-        if not self._ready:
+        left = operator.length_hint(self._cursor)
+        if not left:
             entries = self._walk.next_batch()
             if not entries:
                 return None
-            entries.reverse()
-            self._ready = entries
-        return self._ready[-1]
+            self._hold(entries)
+            left = len(entries)
+        return self._batch[-left]
+
+    def _hold(self, entries: list[Entry]) -> None:
+        """Return ``entries`` next, in their order."""
+        self._batch = entries
+        self._cursor = iter(entries)
+
+
+def _raising(exc: Exception) -> Iterator[Entry]:
+    raise exc
+    yield  # a generator: raises at its first next(), ends at the second
 
 
 def to_timestamp_us(when: datetime | int) -> int:

@@ -159,7 +159,11 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         self._custom_clock = clock_us is not _now_us
         self.holds_lock = durability in _APPEND_RETURNS_AT_ONCE or bool(exclusive)
         self._waits_for_commit = durability not in _APPEND_RETURNS_AT_ONCE
+        # An exclusive writer knows which of its slots are durable (W-42): its batches may sync their
+        # records alone, which spares each sync the header page its previous batch wrote (6.2, step 8).
+        self._sync_records_alone = self.holds_lock and durability in ("sync", "group")
         self._synced_generation = 0
+        self._synced_offset = 0
         self.buffer_bytes = buffer_bytes
         self.flush_interval = flush_interval
         self._lock_held = False
@@ -321,7 +325,8 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         """Commit and sync what the ``process`` mode holds (``mmap``: sync the mapping), then release the log's
         files and lock."""
         if self._buffer is not None and not self._closed and self._failed is None:
-            self._commit_buffer(sync=not self._waits_for_commit, close=True)
+            # A log closed by a writer that synced records alone: its commit point made durable too.
+            self._commit_buffer(sync=not self._waits_for_commit or self._sync_records_alone, close=True)
         self._stop_flusher.set()
         if self._flusher is not None:
             self._flusher.join()

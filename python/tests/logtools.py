@@ -74,7 +74,8 @@ def append_raw(path: Path, data: bytes) -> None:
 class FaultyFileSystem(OsFileSystem):
     """The real file system, with the faults a test asks for.
 
-    ``fail_sync_after``: the n-th and later ``fdatasync`` calls raise EIO.
+    ``fail_sync_after``: the n-th and later syncs raise EIO (``fdatasync``, and the sync of a synchronized
+    write, which this file system makes by a write and an ``fdatasync``).
     ``drop_header_writes``: writes into the first 256 bytes of an existing
     segment are silently lost (a publish that never reached the disk).
     """
@@ -89,6 +90,10 @@ class FaultyFileSystem(OsFileSystem):
         if self.fail_sync_after is not None and self.syncs >= self.fail_sync_after:
             raise OSError(errno.EIO, "injected fdatasync failure")
         super().fdatasync(fd)
+
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
+        self.pwrite(fd, data, offset)
+        self.fdatasync(fd)
 
     def pwrite(self, fd: int, data: bytes, offset: int) -> None:
         if self.drop_header_writes and offset < 256 and os.fstat(fd).st_size >= 256:

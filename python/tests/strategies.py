@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from openbinlog._buffer import SYNC_FILE, SYNC_NONE, SYNC_RECORDS
+
 MIB = 1 << 20
 
 small_payloads = st.binary(min_size=0, max_size=300)
@@ -166,17 +168,29 @@ mapped_slots = st.tuples(
     st.one_of(st.integers(min_value=1, max_value=1000), st.integers(min_value=2**64 - 45, max_value=2**64 - 2)),
     st.sampled_from([0, 4]),
 )
-# Commits between a buffer's operations: None (no commit there) or generation, next log number, sync, strict, close.
+# Commits between a buffer's operations: None (no commit there) or generation, next log number, sync (none, of the
+# file, of the records alone), strict, close.
 buffer_commits = st.lists(
     st.one_of(
         st.none(),
         st.tuples(
             st.integers(min_value=0, max_value=2**64 - 2),
             st.sampled_from([0, 4]),
-            st.booleans(),
+            st.sampled_from([SYNC_NONE, SYNC_FILE, SYNC_RECORDS]),
             st.booleans(),
             st.booleans(),
         ),
     ),
     max_size=5,
+)
+
+# Ways of taking records from one Reader, interleaved: a for loop left after so many records, next(), and
+# next() on an iterator of the reader kept across steps.
+reader_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("loop"), st.integers(min_value=0, max_value=700)),
+        st.tuples(st.just("next"), st.just(1)),
+        st.tuples(st.just("iterator"), st.integers(min_value=1, max_value=5)),
+    ),
+    max_size=12,
 )

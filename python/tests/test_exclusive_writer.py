@@ -7,6 +7,7 @@ both it and the pure-Python reference.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import subprocess
@@ -29,8 +30,11 @@ from openbinlog import (
     WriterClosedError,
     WriterFailedError,
     _accel,
+    _buffered,
 )
+from openbinlog._format import HEADER_SIZE, SLOT_OFFSETS, SLOT_SIZE
 from openbinlog._fs import OsFileSystem
+from openbinlog._segment import decode_slot
 
 
 def read_all(directory: Path) -> list[tuple[Ref, bytes]]:
@@ -224,7 +228,57 @@ def test_exclusive_append_many_is_one_commit(log_dir: Path, buffer_kind: str) ->
         writer.append(b"first")
         fs.calls.clear()
         writer.append_many([b"a", b"b", b"c"])
-        assert fs.calls == ["pwrite", "fdatasync", "pwrite", "pwrite"]
+        assert fs.calls == ["pwrite_synced", "pwrite", "pwrite"]
+
+
+def slot_generations(segment: Path) -> list[int | None]:
+    """The generation in each slot of ``segment``'s header, None for a slot that fails its checksum."""
+    header = segment.read_bytes()[:HEADER_SIZE]
+    return [
+        None if (slot := decode_slot(header[at : at + SLOT_SIZE])) is None else slot.generation for at in SLOT_OFFSETS
+    ]
+
+
+@pytest.mark.spec("W-13", "W-42")
+def test_exclusive_sync_writer_syncs_records_alone_and_keeps_the_durable_slot(log_dir: Path, buffer_kind: str) -> None:
+    fs = CountingFileSystem()
+    with Writer(log_dir, exclusive=True, fs=fs) as writer:
+        writer.append(b"first")
+        durable = slot_generations(log_dir / "00000001.dat")
+        fs.calls.clear()
+        for n in range(3):
+            writer.append(b"batch %d" % n)
+        assert fs.calls == ["pwrite_synced", "pwrite", "pwrite"] * 3  # no sync of the file, hence of no slot
+        published = slot_generations(log_dir / "00000001.dat")
+        # Every batch after the first publishes two generations on, over the unsynced slot of the one before.
+        newest = max(g for g in durable if g is not None)
+        kept = durable.index(min(g for g in durable if g is not None))
+        assert published[kept] == durable[kept]
+        assert published[1 - kept] == newest + 6
+        fs.calls.clear()
+    assert "fdatasync" in fs.calls  # close() makes the last commit point durable
+    assert [payload for _, payload in read_all(log_dir)] == [b"first", b"batch 0", b"batch 1", b"batch 2"]
+
+
+@pytest.mark.spec("W-42")
+def test_exclusive_writer_syncs_the_whole_file_every_so_many_bytes(
+    log_dir: Path, buffer_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_buffered, "FULL_SYNC_BYTES", 1000)
+    fs = CountingFileSystem()
+    with Writer(log_dir, exclusive=True, fs=fs) as writer:
+        fs.calls.clear()
+        generations = []
+        for _ in range(12):
+            writer.append(bytes(200))
+            generations.append(max(g for g in slot_generations(log_dir / "00000001.dat") if g is not None))
+    syncs = [call for call in fs.calls if call in ("fdatasync", "pwrite_synced")]
+    # 240 bytes a record: five batches sync their records alone, and the sixth, whose records start 1200
+    # bytes beyond the durable slot's commit point, the whole file.
+    assert syncs[:7] == ["pwrite_synced"] * 5 + ["fdatasync", "pwrite_synced"]
+    steps = [later - earlier for earlier, later in itertools.pairwise(generations)]
+    assert steps[:5] == [2, 2, 2, 2, 1]  # the durable slot kept, until the sync of the file made a newer one durable
+    assert syncs.count("fdatasync") >= 2  # again once the next 1000 bytes are committed, and at close
 
 
 @pytest.mark.spec("W-19")
@@ -287,7 +341,7 @@ def test_exclusive_writer_skips_the_checks_of_each_batch_after_its_first(log_dir
             writer.append(b"second batch")
             return list(fs.calls)
 
-    assert calls_per_append(exclusive=True) == ["pwrite", "fdatasync", "pwrite", "pwrite"]
+    assert calls_per_append(exclusive=True) == ["pwrite_synced", "pwrite", "pwrite"]
     shared = calls_per_append(exclusive=False)
     assert {"lock", "unlock", "exists", "pread"} <= set(shared)
 

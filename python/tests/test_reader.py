@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -23,7 +25,7 @@ from logtools import (
     segment,
     write_log,
 )
-from strategies import indexes, log_numbers, offsets
+from strategies import indexes, log_numbers, offsets, reader_steps
 
 from openbinlog import (
     BadHeaderError,
@@ -284,6 +286,49 @@ def test_position_names_the_next_record_while_decoded_records_wait(log_dir: Path
             assert (entry.ref, entry.payload) == (ref, payloads[n])
         assert not reader.has_next()
     assert len(refs) == MANY and [ref.index for ref in refs] == list(range(1, MANY + 1))
+
+
+@pytest.fixture(scope="module")
+def many_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("many") / "log"
+    write_many(directory)
+    return directory
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=reader_steps)
+def test_loops_left_early_next_and_position_share_one_place_in_the_log(many_log: Path, steps: list[Any]) -> None:
+    """Every record once, in order, however loops, iterators and next() take turns; position names the next."""
+    expected = [entry.ref for entry in read_entries(many_log)]
+    got: list[Ref] = []
+    with Reader(many_log) as reader:
+        kept = iter(reader)
+        for kind, count in steps:
+            if kind == "loop":
+                for taken, entry in enumerate(reader, start=1):
+                    got.append(entry.ref)
+                    if taken >= count:
+                        break
+            else:
+                source = reader if kind == "next" else kept
+                got += [entry.ref for entry in itertools.islice(source, count)]
+            if len(got) < len(expected):  # once the next record is decoded (at a segment's end, it is not yet)
+                assert reader.has_next() and reader.position == expected[len(got)]
+        got += [entry.ref for entry in reader]
+    assert got == expected
+
+
+def test_an_error_met_in_a_loop_is_raised_again_by_the_next_step_not_taken_for_the_end(log_dir: Path) -> None:
+    write_log(log_dir, [b"one", b"two", b"three"])
+    flip_bit(segment(log_dir), 256 + 43 + 41)
+    with Reader(log_dir) as reader:
+        loop = iter(reader)
+        assert next(loop).payload == b"one"
+        for _ in range(2):  # as Reader.__next__ does: each step walks again
+            with pytest.raises(ChecksumMismatchError):
+                next(loop)
+            with pytest.raises(ChecksumMismatchError):
+                next(reader)
 
 
 def test_closed_reader_returns_none_of_the_records_it_had_decoded(log_dir: Path) -> None:

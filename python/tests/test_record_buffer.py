@@ -25,6 +25,8 @@ from openbinlog._buffer import (
     CUTOVER_FIRST,
     FLUSH_FIRST,
     INDEXES_USED_UP,
+    SYNC_FILE,
+    SYNC_RECORDS,
     PureRecordBuffer,
 )
 from openbinlog._segment import active_commit
@@ -45,6 +47,9 @@ class OperationLog:
 
     def pwrite(self, fd: int, data: bytes, offset: int) -> None:
         self.operations.append(("pwrite", fd, bytes(data), offset))
+
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
+        self.operations.append(("pwrite_synced", fd, bytes(data), offset))
 
     def fdatasync(self, fd: int) -> None:
         self.operations.append(("fdatasync", fd))
@@ -128,7 +133,8 @@ def test_failed_commit_closes_the_buffer(make: Any) -> None:
     assert buffer.append(b"refused", NO_ASQN, 2) == CLOSED
 
 
-def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: Any) -> None:
+@pytest.mark.parametrize("sync", [SYNC_FILE, SYNC_RECORDS], ids=["file", "records-alone"])
+def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: Any, sync: int) -> None:
     """With no file-system object the compiled buffer writes and syncs the file directly: the same bytes."""
     images = []
     for make in (PureRecordBuffer, compiled_buffer):
@@ -139,7 +145,7 @@ def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: 
             buffer = make(Ref, 2, 256, 10, NO_ASQN, 0, 2**64 - 1, 2**64 - 1, 1 << 20)
             for n in range(5):
                 buffer.append(b"x" * n, n * 3 if n % 2 else NO_ASQN, 1000 + n)
-            published = buffer.commit(None, fd, 41, 0, True, True, False)
+            published = buffer.commit(None, fd, 41, 0, sync, True, False)
         finally:
             os.close(fd)
         images.append((published, path.read_bytes()))

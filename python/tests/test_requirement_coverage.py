@@ -46,7 +46,10 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "W-10": ("conformance:w10_unfitting_record_refused_as_log_full",),
     "W-11": ("conformance:w11_header_checksum_little_endian",),
     "W-12": ("pytest:test_w12_generation_skipping_is_caught",),
-    "W-13": ("pytest:test_w13_publication_before_the_batch_sync_is_caught",),
+    "W-13": (
+        "pytest:test_w13_publication_before_the_batch_sync_is_caught",
+        "pytest:test_w13_records_alone_written_without_their_sync_is_caught",
+    ),
     "W-14": ("conformance:w14_slot_over_the_active_one",),
     "W-15": ("pytest:test_w15_acknowledgement_before_the_strict_sync_is_caught",),
     "W-16": ("pytest:test_w16_append_to_a_finished_segment_is_caught",),
@@ -90,7 +93,10 @@ COVERAGE: dict[str, tuple[str, ...]] = {
         "pytest:test_w41_slot_stored_before_its_record_is_caught",
         "pytest:test_w41_flush_without_syncing_the_mapping_is_caught",
     ),
-    "W-42": ("pytest:test_w42_unsynced_publication_over_the_durable_slot_is_caught",),
+    "W-42": (
+        "pytest:test_w42_unsynced_publication_over_the_durable_slot_is_caught",
+        "pytest:test_w42_records_synced_alone_then_published_over_the_durable_slot_is_caught",
+    ),
 }
 
 

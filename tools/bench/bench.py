@@ -78,6 +78,7 @@ ORDER = (
     "C2",
     "S1",
     "S1.exclusive",
+    "S1.ceiling",
     "S2",
     "S2.exclusive",
     "S3",

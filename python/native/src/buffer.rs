@@ -43,6 +43,12 @@ const INDEXES_USED_UP: u8 = 5;
 /// Not a plain case (a payload that is not `bytes`, too large, an asqn that is no `i64`): check in Python.
 const CHECK_ARGUMENTS: u8 = 6;
 
+/// How a commit makes its records durable before publishing them (`_buffer.SYNC_*`): not at all, by a
+/// sync of the whole file, or by a synchronized write of the records alone (spec 6.2, step 8).
+const SYNC_NONE: u8 = 0;
+const SYNC_FILE: u8 = 1;
+const SYNC_RECORDS: u8 = 2;
+
 /// Where the slots of even and odd generations lie, and the mirror fields (`_format`).
 const SLOT_OFFSETS: [u64; 2] = [96, 144];
 const SLOT_CRC_COVERS: usize = 44;
@@ -378,11 +384,11 @@ impl RecordBuffer {
         )
     }
 
-    /// `PureRecordBuffer.commit`: write what the buffer holds at the commit point, sync it when
-    /// `sync`, publish generation `generation + 1` (slot, then mirror fields), sync again when
+    /// `PureRecordBuffer.commit`: write what the buffer holds at the commit point, make it durable as
+    /// `sync` says (`SYNC_*`), publish generation `generation + 1` (slot, then mirror fields), sync again when
     /// `strict`; return what was published, or None when the buffer held nothing (a `sync` still
     /// syncs). `fs` None: straight to `fd`, the interpreter released during each call; otherwise
-    /// through `fs.pwrite` and `fs.fdatasync`. A failure closes the buffer (W-19).
+    /// through `fs.pwrite`, `fs.pwrite_synced` and `fs.fdatasync`. A failure closes the buffer (W-19).
     #[pyo3(signature = (fs, fd, generation, next_log_number, sync, strict, close, /))]
     #[allow(clippy::too_many_arguments)]
     fn commit(
@@ -392,14 +398,17 @@ impl RecordBuffer {
         fd: i32,
         generation: u64,
         next_log_number: u32,
-        sync: bool,
+        sync: u8,
         strict: bool,
         close: bool,
     ) -> PyResult<Option<Published>> {
+        if !matches!(sync, SYNC_NONE | SYNC_FILE | SYNC_RECORDS) {
+            return Err(PyValueError::new_err(format!("sync {sync} is not one of SYNC_NONE, SYNC_FILE, SYNC_RECORDS")));
+        }
         let (records, start, published) = {
             let mut state = self.lock_state(py);
             if state.mapped.is_some() {
-                return Self::commit_mapped(py, &mut state, generation, sync, close);
+                return Self::commit_mapped(py, &mut state, generation, sync != SYNC_NONE, close);
             }
             let records = std::mem::take(&mut state.bytes);
             let start = state.start;
@@ -492,6 +501,21 @@ impl Io<'_, '_> {
         }
     }
 
+    /// Write `data` at `offset` and return once those bytes are durable, without syncing the rest of
+    /// the file (`RWF_DSYNC`); where the kernel lacks it, a write and a sync of the whole file.
+    fn pwrite_synced(&self, py: Python<'_>, data: &[u8], offset: u64) -> PyResult<()> {
+        match self {
+            Self::Direct(file) => Ok(py.detach(|| write_synced(file, data, offset))?),
+            Self::Calls(fs, fd) => fs
+                .call_method1("pwrite_synced", (*fd, PyBytes::new(py, data), offset))
+                .map(|_| ()),
+            Self::Memory(_) => {
+                self.pwrite(py, data, offset)?;
+                self.fdatasync(py)
+            }
+        }
+    }
+
     fn fdatasync(&self, py: Python<'_>) -> PyResult<()> {
         match self {
             Self::Direct(file) => Ok(py.detach(|| file.sync_data())?),
@@ -499,6 +523,40 @@ impl Io<'_, '_> {
             Self::Memory(mapping) => Ok(py.detach(|| mapping.sync())?),
         }
     }
+}
+
+/// `pwritev2(RWF_DSYNC)` until every byte is written: each call returns once its bytes are durable.
+fn write_synced(file: &File, data: &[u8], offset: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut done = 0usize;
+    while done < data.len() {
+        let rest = data.get(done..).unwrap_or_default();
+        let iov = libc::iovec {
+            iov_base: rest.as_ptr().cast_mut().cast(),
+            iov_len: rest.len(),
+        };
+        let at = offset.saturating_add(u64::try_from(done).unwrap_or(u64::MAX));
+        let at = libc::off_t::try_from(at).map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
+        // SAFETY: one iovec over `rest`, which outlives the call; the kernel only reads it.
+        let written = unsafe { libc::pwritev2(file.as_raw_fd(), &raw const iov, 1, at, libc::RWF_DSYNC) };
+        match usize::try_from(written) {
+            Ok(0) => return Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            Ok(count) => done = done.saturating_add(count),
+            Err(_) => {
+                let error = std::io::Error::last_os_error();
+                match error.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    // A kernel without RWF_DSYNC: the same durability by a write and a sync of the file.
+                    Some(libc::EOPNOTSUPP | libc::ENOSYS) if done == 0 => {
+                        file.write_all_at(data, offset)?;
+                        return file.sync_data();
+                    }
+                    _ => return Err(error),
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 impl RecordBuffer {
@@ -532,11 +590,11 @@ impl RecordBuffer {
         let done = match &state.mapped {
             Some(Target::Memory(mapping)) => {
                 let io = Io::Memory(mapping);
-                self.write_and_publish(py, &io, records, start, published, state.next_log_number, false, false)
+                self.write_and_publish(py, &io, records, start, published, state.next_log_number, SYNC_NONE, false)
             }
             Some(Target::Calls(fs, fd)) => {
                 let io = Io::Calls(fs.bind(py), *fd);
-                self.write_and_publish(py, &io, records, start, published, state.next_log_number, false, false)
+                self.write_and_publish(py, &io, records, start, published, state.next_log_number, SYNC_NONE, false)
             }
             None => Ok(()),
         };
@@ -601,14 +659,18 @@ impl RecordBuffer {
         start: u64,
         published: Published,
         next_log_number: u32,
-        sync: bool,
+        sync: u8,
         strict: bool,
     ) -> PyResult<()> {
-        if !records.is_empty() {
-            io.pwrite(py, records, start)?;
-        }
-        if sync {
-            io.fdatasync(py)?;
+        if sync == SYNC_RECORDS && !records.is_empty() {
+            io.pwrite_synced(py, records, start)?;
+        } else {
+            if !records.is_empty() {
+                io.pwrite(py, records, start)?;
+            }
+            if sync != SYNC_NONE {
+                io.fdatasync(py)?;
+            }
         }
         if records.is_empty() {
             return Ok(());

@@ -103,6 +103,15 @@ class ChildFileSystem(OsFileSystem):
         if self.header_before_data and offset < HEADER_SIZE:
             super().pwrite(fd, data, offset)
 
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
+        if not self.writeback:
+            self._mutating()
+            super().pwrite_synced(fd, data, offset)
+            return
+        self.pwrite(fd, data, offset)
+        if not self.header_before_data:  # hand over these bytes alone: the rest of the file stays dirty
+            super().pwrite(fd, bytes(self._view(fd)[offset : offset + len(data)]), offset)
+
     def truncate(self, fd: int, size: int) -> None:
         self._mutating()
         if not self.writeback:
@@ -152,6 +161,7 @@ class ChildOptions:
     durability: str = (
         "sync"  # "process": appends are acknowledged by the flush() after them (W-40); "mmap" as they return
     )
+    exclusive: bool = False  # the lock held from open to close: batches sync their records alone (6.2 step 8)
 
 
 def run_child(directory: str, options: ChildOptions, out_fd: int) -> None:
@@ -169,6 +179,8 @@ def run_child(directory: str, options: ChildOptions, out_fd: int) -> None:
         extra = {"preallocate": 1 << 14}
         if options.stop_at is None and not options.writeback:
             fs = OsFileSystem()  # the operating system's: stores go into a real shared mapping, killed anywhere
+    if options.exclusive:
+        extra["exclusive"] = True
     with Writer(directory, fs=fs, durability=options.durability, **extra) as writer:  # type: ignore[arg-type]
         say("opened")
         n = 0
@@ -202,6 +214,7 @@ def main() -> None:
     parser.add_argument("--stop-at", type=int, default=None)
     parser.add_argument("--appends", type=int, default=10_000)
     parser.add_argument("--durability", default="sync")
+    parser.add_argument("--exclusive", action="store_true")
     args = parser.parse_args()
     options = ChildOptions(
         args.child,
@@ -210,6 +223,7 @@ def main() -> None:
         stop_at=args.stop_at,
         appends=args.appends,
         durability=args.durability,
+        exclusive=args.exclusive,
     )
     run_child(args.directory, options, 1)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from openbinlog._fs import OsFileSystem
@@ -127,6 +128,16 @@ class RecordingFileSystem(OsFileSystem):
     def pwrite(self, fd: int, data: bytes, offset: int) -> None:
         super().pwrite(fd, data, offset)
         self.record(Pwrite(self._fds[fd], offset, bytes(data)))
+
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
+        """A write whose bytes are durable when it returns: recorded as the write and a sync of its range.
+        ``fail_sync`` fails it after the write, as a synchronized write fails when its sync does."""
+        self.pwrite(fd, data, offset)
+        synced = Fdatasync(self._fds[fd], start=offset, end=offset + len(data))
+        if self._fails(directory=False):
+            self.record(replace(synced, ok=False))
+            raise OSError(errno.EIO, "injected failure of a synchronized write")
+        self.record(synced)
 
     def truncate(self, fd: int, size: int) -> None:
         super().truncate(fd, size)

@@ -34,6 +34,7 @@ from logtools import FaultyFileSystem
 import openbinlog._maintenance as maintenance
 from openbinlog import BinlogError, Reader, Writer, _accel, verify
 from openbinlog import _buffer as buffer_module
+from openbinlog import _buffered as buffered_module
 from openbinlog import _commit as commit_module
 from openbinlog import _cutover as cutover_module
 from openbinlog import _fs as fs_module
@@ -543,8 +544,8 @@ def test_w40_flush_publishing_before_its_sync_is_caught(tmp_path: Path, monkeypa
         buffer_module,
         "_write_and_publish",
         (
-            "    if sync:\n        io.fdatasync(fd)\n    if not records:\n        return",
-            "    if not records:\n        return",
+            "        if sync != SYNC_NONE:\n            io.fdatasync(fd)\n",
+            "",
         ),
         ("        io.pwrite(fd, raw, at)", "        io.pwrite(fd, raw, at)\n    if sync:\n        io.fdatasync(fd)"),
     )
@@ -571,7 +572,6 @@ def test_w40_cutover_without_committing_the_buffer_is_caught(tmp_path: Path, mon
 
 MAPPED = {"durability": "mmap", "preallocate": 512}
 MAPPED_STEPS: list[Step] = [*singles(1, (5, 0, 17)), Flush(), *singles(4, (9, 3)), Flush()]
-STORE_RECORDS = "    if records:\n        io.pwrite(fd, records, end - len(records))\n"
 
 
 def mapped_trace(root: Path, *, acks_at_append: bool = False) -> Trace:
@@ -591,7 +591,7 @@ def test_w41_slot_stored_before_its_record_is_caught(tmp_path: Path, monkeypatch
         monkeypatch,
         buffer_module,
         "_write_and_publish",
-        ("    if records:\n        io.pwrite(fd, records, end - len(records))\n", ""),
+        ("        if records:\n            io.pwrite(fd, records, end - len(records))\n", ""),
         (
             "        io.pwrite(fd, raw, at)",
             "        io.pwrite(fd, raw, at)\n    if records:\n        io.pwrite(fd, records, end - len(records))",
@@ -630,3 +630,49 @@ def test_w42_unsynced_publication_over_the_durable_slot_is_caught(
     assert any("while the other slot is not durable" in problem for problem in publication_problems(trace))
     lost = power_loss_results(trace, "mmap", tmp_path / "s2")
     assert any(result.violations for result in lost.values()), "a power loss tearing both slots went unnoticed"
+
+
+EXCLUSIVE_STEPS: list[Step] = [*singles(1, (5, 0, 17, 150)), Cutover(), *singles(5, (9, 3))]
+
+
+@pytest.mark.spec("W-13")
+def test_w13_records_alone_written_without_their_sync_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An exclusive writer syncs each batch's records by a synchronized write; the mutant writes them plainly.
+    monkeypatch.setattr(_accel, "RecordBuffer", None)
+    assert publication_problems(record(tmp_path / "reference", EXCLUSIVE_STEPS, exclusive=True)) == []
+    mutate(
+        monkeypatch,
+        buffer_module,
+        "_write_and_publish",
+        ("io.pwrite_synced(fd, records, end - len(records))", "io.pwrite(fd, records, end - len(records))"),
+    )
+    problems = publication_problems(record(tmp_path / "recorded", EXCLUSIVE_STEPS, exclusive=True))
+    assert any("published before its records were synced" in problem for problem in problems), problems
+
+
+@pytest.mark.spec("W-42")
+def test_w42_records_synced_alone_then_published_over_the_durable_slot_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A synchronized write of the records leaves the active slot unsynced: the mutant publishes g+1 anyway.
+    options = {"exclusive": True}
+    reference = CrashChecker(tmp_path / "s1", "exclusive records alone", options)
+    reference.run(record(tmp_path / "reference", EXCLUSIVE_STEPS, **options), ("P1",), cap=16)
+    assert reference.results["P1"].states > 0
+    assert not reference.results["P1"].violations, reference.results["P1"].violations[:5]
+    mutate(
+        monkeypatch,
+        buffered_module.BufferedMixin,
+        "_commit_buffer_locked",
+        (
+            "if how != SYNC_FILE and base != self._synced_generation",
+            "if how == SYNC_NONE and base != self._synced_generation",
+        ),
+    )
+    trace = record(tmp_path / "recorded", EXCLUSIVE_STEPS, **options)
+    assert any("while the other slot is not durable" in problem for problem in publication_problems(trace))
+    checker = CrashChecker(tmp_path / "s2", "exclusive records alone, W-42 broken", options)
+    checker.run(trace, ("P1",), cap=16)
+    assert checker.results["P1"].violations, "a power loss tearing both slots went unnoticed"

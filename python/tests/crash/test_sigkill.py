@@ -128,6 +128,9 @@ def exec_child(directory: Path, options: ChildOptions) -> tuple[int, int, subpro
         command.append("--writeback")
     if options.stop_at is not None:
         command += ["--stop-at", str(options.stop_at)]
+    command += ["--durability", options.durability]
+    if options.exclusive:
+        command.append("--exclusive")
     process = subprocess.Popen(command, stdout=subprocess.PIPE)
     assert process.stdout is not None
     return process.pid, process.stdout.fileno(), process
@@ -143,6 +146,7 @@ class Campaign:
     name: str
     header_before_data: bool = False  # a broken writer, for the test of the tests
     durability: str = "sync"
+    exclusive: bool = False
     acked: dict[int, bytes] = field(default_factory=dict)
     phases: Counter[str] = field(default_factory=Counter)
     result: ModelResult = field(default_factory=ModelResult)
@@ -158,6 +162,7 @@ class Campaign:
             stop_at=stop_at,
             header_before_data=self.header_before_data,
             durability=self.durability,
+            exclusive=self.exclusive,
         )
 
     def kill_one(self, child: int, *, exec_it: bool = False) -> None:
@@ -221,13 +226,20 @@ class Campaign:
 
 
 def run_campaigns(
-    tmp_path: Path, *, writeback: bool, logs: int, children: int, seed: int, durability: str = "sync"
+    tmp_path: Path,
+    *,
+    writeback: bool,
+    logs: int,
+    children: int,
+    seed: int,
+    durability: str = "sync",
+    exclusive: bool = False,
 ) -> list[Campaign]:
     rng = random.Random(seed)
     campaigns = []
     for number in range(logs):
         name = "SIGKILL write-back" if writeback else "SIGKILL"
-        campaign = Campaign(tmp_path / f"log{number}", writeback, rng, name, durability=durability)
+        campaign = Campaign(tmp_path / f"log{number}", writeback, rng, name, durability=durability, exclusive=exclusive)
         for child in range(1, children + 1):
             campaign.kill_one(child)
         campaign.finish()
@@ -275,6 +287,22 @@ def test_sigkill_of_process_mode_writers_loses_no_flushed_record(
         tmp_path, writeback=writeback, logs=logs, children=children, seed=11 + writeback, durability="process"
     )
     label = "SIGKILL process mode, " + ("write-back (power loss)" if writeback else "page cache")
+    phases = _report(campaigns, label, crash_summary, started)
+    assert sum(phases.values()) == logs * children
+    assert sum(len(campaign.acked) for campaign in campaigns) > 0
+
+
+@pytest.mark.spec("W-13", "W-42")
+@pytest.mark.parametrize("writeback", [False, True], ids=["page-cache", "write-back"])
+def test_sigkill_of_exclusive_writers_loses_no_acknowledged_record(
+    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_crash_run: bool
+) -> None:
+    """Exclusive writers sync each batch's records alone and publish over their unsynced slot: in the write-back
+    model (a power loss at the kill) a synchronized write hands over its own bytes and nothing else."""
+    started = time.monotonic()
+    logs, children = (20, 15) if full_crash_run else (6, 10)
+    campaigns = run_campaigns(tmp_path, writeback=writeback, logs=logs, children=children, seed=31, exclusive=True)
+    label = "SIGKILL exclusive writer, " + ("write-back (power loss)" if writeback else "page cache")
     phases = _report(campaigns, label, crash_summary, started)
     assert sum(phases.values()) == logs * children
     assert sum(len(campaign.acked) for campaign in campaigns) > 0

@@ -184,6 +184,11 @@ def small_workloads() -> list[Workload]:
             "exclusive", [*singles(1, SMALL_SIZES[:6]), Cutover(), *singles(7, SMALL_SIZES[6:])], {"exclusive": True}
         )
     )
+    # Its batches sync their records alone (6.2 step 8), in zero-filled space too, where the cutover is the
+    # capacity's: the slot it publishes over stays unsynced until the cutover or close (W-42).
+    workloads.append(
+        Workload("exclusive-preallocated", singles(1, SMALL_SIZES[:6]), {"exclusive": True, "preallocate": 512})
+    )
     # The process mode: appends wait in the buffer; flush() commits, syncs and acknowledges (W-40).
     buffered = singles(1, SMALL_SIZES)
     workloads.append(

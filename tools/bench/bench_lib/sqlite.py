@@ -19,7 +19,7 @@ from typing import Any
 
 from openbinlog import Reader, Writer
 
-from .logs import BuiltLog, payloads
+from .logs import BuiltLog, payloads, record_bytes
 from .measure import Row, Variant, compared, interleaved_rates, rate, side_by_side
 from .plan import Plan
 from .reads import reader_walk
@@ -30,6 +30,8 @@ from .writes import (
     PROCESS_MODE,
     PROCESS_NOTE,
     AppendingProcesses,
+    BaselineFile,
+    bare_write_sync,
     process_mode_appends,
     serve_appends,
     spare_ready,
@@ -200,12 +202,15 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
         # The fastest durable configuration: exclusive and preallocated (a log of its own, created untimed).
         volumes = database.parent / f"exclusive-preallocated-{log.record_size}"
         shutil.rmtree(volumes, ignore_errors=True)
+        # Beside them, the least a durable append can cost: one write and one sync into zero-filled space.
+        space = BaselineFile(database.parent / f"zero-filled-{log.record_size}.dat", zeros=plan.segment_bytes)
         try:
             with spare_ready(Writer(volumes, exclusive=True, preallocate=plan.segment_bytes)) as writer:
-                s1_preallocated, s1_preallocated_sqlite = interleaved_rates(
+                s1_preallocated, s1_preallocated_sqlite, s1_ceiling = interleaved_rates(
                     [
                         Variant(writer_appends(writer, pool), plan.sync_appends),
                         Variant(writer_appends(single, pool), plan.sync_appends),
+                        Variant(bare_write_sync(space, record_bytes(size)), plan.sync_appends),
                     ],
                     rounds=rounds,
                     repeats=repeats,
@@ -220,6 +225,7 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
                     repeats=repeats,
                 )
         finally:
+            space.close()
             shutil.rmtree(volumes, ignore_errors=True)
         with Writer(log.path, durability="os", exclusive=True, verify_on_open=False) as writer:
             s4_exclusive, s4_exclusive_sqlite = interleaved_rates(
@@ -262,6 +268,13 @@ def _appends(log: BuiltLog, plan: Plan, database: Path, loaded: int) -> list[Row
     row = Row("S1.exclusive", PREALLOCATED_EXCLUSIVE, "appends/s", **where, versus=f"{durable_versus}, 1 connection")
     row.note = "Writer(exclusive=True, preallocate=...), durability sync, on a log of its own, against S1's peer"
     rows.append(compared(row, s1_preallocated, s1_preallocated_sqlite, bar=1.3))
+    row = Row("S1.ceiling", "bare write+fdatasync into zero-filled space", "appends/s", **where)
+    row.versus = f"{durable_versus}, 1 connection"
+    row.note = (
+        "one os.write and one fdatasync per record, no format, in S1.exclusive's rotation: the most any durable "
+        "append can reach on this disk, the physical ceiling of S1's bar"
+    )
+    rows.append(compared(row, s1_ceiling, s1_preallocated_sqlite))
     measure = f"durable appends/s, {plan.threads} threads, one writer"
     row = Row("S2.exclusive", f"{measure}, exclusive, preallocated", "appends/s", **where)
     row.versus = f"{durable_versus}, {plan.threads} threads"
