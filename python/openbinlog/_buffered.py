@@ -42,7 +42,7 @@ from ._buffer import (
 )
 from ._commit import MAX_COUNTER, OpenSegment
 from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE
-from ._fs import OsFileSystem
+from ._fs import FileSystem
 from ._group_commit import gathering
 from ._ref import Ref
 from ._segment import CommitState
@@ -68,6 +68,9 @@ class BufferedMixin(WriterBase):
     _synced_offset: int  # its commit offset
     _sync_records_alone: bool  # batches sync their records alone (step 8 of 6.2), not the whole file
     _buffer: RecordBuffer | None  # None: the writer does not buffer
+    # What the buffer writes and syncs through: None for the operating system's own file system, which the
+    # compiled buffer calls directly, releasing the interpreter during each write and sync.
+    _buffer_fs: FileSystem | None
     _custom_clock: bool  # a clock given to the writer: read it per append, rather than the system clock
     _flusher: threading.Thread | None
     _stop_flusher: threading.Event
@@ -117,8 +120,7 @@ class BufferedMixin(WriterBase):
                 raise BinlogIOError(
                     f"preallocated segment is shorter than its capacity {capacity}", path=segment.path, log=segment.log
                 )
-            fs = None if type(self._fs) is OsFileSystem else self._fs
-            buffer.map(fs, segment.fd, capacity, commit.generation, commit.next_log_number)
+            buffer.map(self._buffer_fs, segment.fd, capacity, commit.generation, commit.next_log_number)
         self._buffer = buffer  # mapped before appenders in other threads can see it
         self._install_appender(buffer)
         if self._flusher is None and self.durability == "process":
@@ -131,7 +133,7 @@ class BufferedMixin(WriterBase):
         in Python), nor where a mapped store may fail through a file-system object."""
         if self._waits_for_commit or self._custom_clock or _accel.Appender is None or _accel.RecordBuffer is None:
             return
-        if self.durability == "mmap" and type(self._fs) is not OsFileSystem:
+        if self.durability == "mmap" and self._buffer_fs is not None:
             return
         appender = self.__dict__.get("append")
         if appender is None:
@@ -278,10 +280,7 @@ class BufferedMixin(WriterBase):
             raise LogFullError("the commit generation is used up: start a new log", path=segment.path, log=segment.log)
         strict = self.durability == "strict"
         try:
-            # Straight to the file when it is the operating system's: the compiled buffer then
-            # releases the interpreter during each write and sync.
-            fs = None if type(self._fs) is OsFileSystem else self._fs
-            published = buffer.commit(fs, segment.fd, base, commit.next_log_number, how, strict, close)
+            published = buffer.commit(self._buffer_fs, segment.fd, base, commit.next_log_number, how, strict, close)
         except BaseException as exc:
             self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
             raise

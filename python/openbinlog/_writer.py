@@ -155,6 +155,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         self.recovery = []
         self.backup_dir = None if backup_dir is None else os.fspath(backup_dir)
         self._fs = fs or OsFileSystem()
+        self._buffer_fs = None if type(self._fs) is OsFileSystem else self._fs
         self._clock_us = clock_us
         self._custom_clock = clock_us is not _now_us
         self.holds_lock = durability in _APPEND_RETURNS_AT_ONCE or bool(exclusive)

@@ -7,6 +7,7 @@ both it and the pure-Python reference.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import secrets
@@ -32,6 +33,7 @@ from openbinlog import (
     _accel,
     _buffered,
 )
+from openbinlog import _fs as fs_module
 from openbinlog._format import HEADER_SIZE, SLOT_OFFSETS, SLOT_SIZE
 from openbinlog._fs import OsFileSystem
 from openbinlog._segment import decode_slot
@@ -258,6 +260,31 @@ def test_exclusive_sync_writer_syncs_records_alone_and_keeps_the_durable_slot(lo
         fs.calls.clear()
     assert "fdatasync" in fs.calls  # close() makes the last commit point durable
     assert [payload for _, payload in read_all(log_dir)] == [b"first", b"batch 0", b"batch 1", b"batch 2"]
+
+
+@pytest.mark.spec("W-13")
+@pytest.mark.parametrize("lacking", ["flag", "kernel"])
+def test_synchronized_write_without_rwf_dsync_is_a_write_and_a_sync_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lacking: str
+) -> None:
+    if lacking == "flag":  # a Python or a system without RWF_DSYNC
+        monkeypatch.setattr(fs_module, "_RWF_DSYNC", None)
+    else:  # a kernel that refuses the flag
+
+        def refuse(*_: object) -> int:
+            raise OSError(errno.EOPNOTSUPP, "refused")
+
+        monkeypatch.setattr(fs_module.os, "pwritev", refuse)
+    path = tmp_path / "file"
+    path.write_bytes(bytes(8))
+    fs = CountingFileSystem()
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fs.pwrite_synced(fd, b"abc", 2)
+    finally:
+        os.close(fd)
+    assert fs.calls == ["pwrite_synced", "pwrite", "fdatasync"]
+    assert path.read_bytes() == b"\0\0abc\0\0\0"
 
 
 @pytest.mark.spec("W-42")

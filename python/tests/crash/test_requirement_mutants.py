@@ -45,7 +45,15 @@ from openbinlog._fs import OsFileSystem
 from openbinlog._writer import _DirectoryLock
 
 from . import test_failed_syncs as failed_sync_tests
-from .checker import CrashChecker, describe, log_problems, power_loss_results, publication_problems, read_log
+from .checker import (
+    CrashChecker,
+    ModelResult,
+    describe,
+    log_problems,
+    power_loss_results,
+    publication_problems,
+    read_log,
+)
 from .fs_trace import Trace
 from .workloads import LOG, Append, Cutover, Flush, Step, run, singles, small_workloads
 
@@ -70,6 +78,19 @@ def failure_of(test: Callable[..., object], *args: object) -> str:
 def record(root: Path, steps: list[Step], **writer_options: Any) -> Trace:
     root.mkdir()
     return run(root, steps, writer_options=writer_options)
+
+
+def checked(scratch: Path, name: str, options: dict[str, Any], trace: Trace, model: str, **run: Any) -> ModelResult:
+    """The crash states of ``model`` over ``trace``, checked by a checker of their own."""
+    checker = CrashChecker(scratch, name, options)
+    checker.run(trace, (model,), **run)
+    return checker.results[model]
+
+
+def assert_clean(result: ModelResult) -> None:
+    """The reference run: states checked, none broke an invariant."""
+    assert result.states > 0
+    assert not result.violations, result.violations[:5]
 
 
 # -- checks new here, each shown to pass on the reference before it catches a mutant ----------------------------------
@@ -535,10 +556,11 @@ def test_w40_flush_publishing_before_its_sync_is_caught(tmp_path: Path, monkeypa
     monkeypatch.setattr(_accel, "RecordBuffer", None)
     options = {"durability": "process", "flush_interval": 3600}
     steps: list[Step] = [*singles(1, (5, 0, 17)), Flush(), *singles(4, (9,)), Flush()]
-    reference = CrashChecker(tmp_path / "s1", "process flush", options)
-    reference.run(record(tmp_path / "reference", steps, **options), ("P1",), cap=16)
-    assert reference.results["P1"].states > 0
-    assert not reference.results["P1"].violations, reference.results["P1"].violations[:5]
+    assert_clean(
+        checked(
+            tmp_path / "s1", "process flush", options, record(tmp_path / "reference", steps, **options), "P1", cap=16
+        )
+    )
     mutate(
         monkeypatch,
         buffer_module,
@@ -549,9 +571,9 @@ def test_w40_flush_publishing_before_its_sync_is_caught(tmp_path: Path, monkeypa
         ),
         ("        io.pwrite(fd, raw, at)", "        io.pwrite(fd, raw, at)\n    if sync:\n        io.fdatasync(fd)"),
     )
-    checker = CrashChecker(tmp_path / "s2", "process flush publishing first", options)
-    checker.run(record(tmp_path / "recorded", steps, **options), ("P1",), cap=16)
-    assert checker.results["P1"].violations, "a commit point published before its records were synced went unnoticed"
+    trace = record(tmp_path / "recorded", steps, **options)
+    result = checked(tmp_path / "s2", "process flush publishing first", options, trace, "P1", cap=16)
+    assert result.violations, "a commit point published before its records were synced went unnoticed"
 
 
 @pytest.mark.spec("W-40")
@@ -583,10 +605,9 @@ def mapped_trace(root: Path, *, acks_at_append: bool = False) -> Trace:
 def test_w41_slot_stored_before_its_record_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The mapped append stores the slot first: a process crash between the two stores publishes a hole.
     monkeypatch.setattr(_accel, "RecordBuffer", None)
-    reference = CrashChecker(tmp_path / "s1", "mmap", MAPPED)
-    reference.run(mapped_trace(tmp_path / "reference", acks_at_append=True), ("P0",))
-    assert reference.results["P0"].states > 0
-    assert not reference.results["P0"].violations, reference.results["P0"].violations[:5]
+    assert_clean(
+        checked(tmp_path / "s1", "mmap", MAPPED, mapped_trace(tmp_path / "reference", acks_at_append=True), "P0")
+    )
     mutate(
         monkeypatch,
         buffer_module,
@@ -597,9 +618,9 @@ def test_w41_slot_stored_before_its_record_is_caught(tmp_path: Path, monkeypatch
             "        io.pwrite(fd, raw, at)\n    if records:\n        io.pwrite(fd, records, end - len(records))",
         ),
     )
-    checker = CrashChecker(tmp_path / "s2", "mmap slot first", MAPPED)
-    checker.run(mapped_trace(tmp_path / "recorded", acks_at_append=True), ("P0",))
-    assert checker.results["P0"].violations, "a slot stored before the record it publishes went unnoticed"
+    trace = mapped_trace(tmp_path / "recorded", acks_at_append=True)
+    result = checked(tmp_path / "s2", "mmap slot first", MAPPED, trace, "P0")
+    assert result.violations, "a slot stored before the record it publishes went unnoticed"
 
 
 @pytest.mark.spec("W-41")
@@ -658,10 +679,8 @@ def test_w42_records_synced_alone_then_published_over_the_durable_slot_is_caught
 ) -> None:
     # A synchronized write of the records leaves the active slot unsynced: the mutant publishes g+1 anyway.
     options = {"exclusive": True}
-    reference = CrashChecker(tmp_path / "s1", "exclusive records alone", options)
-    reference.run(record(tmp_path / "reference", EXCLUSIVE_STEPS, **options), ("P1",), cap=16)
-    assert reference.results["P1"].states > 0
-    assert not reference.results["P1"].violations, reference.results["P1"].violations[:5]
+    reference = record(tmp_path / "reference", EXCLUSIVE_STEPS, **options)
+    assert_clean(checked(tmp_path / "s1", "exclusive records alone", options, reference, "P1", cap=16))
     mutate(
         monkeypatch,
         buffered_module.BufferedMixin,
@@ -673,6 +692,5 @@ def test_w42_records_synced_alone_then_published_over_the_durable_slot_is_caught
     )
     trace = record(tmp_path / "recorded", EXCLUSIVE_STEPS, **options)
     assert any("while the other slot is not durable" in problem for problem in publication_problems(trace))
-    checker = CrashChecker(tmp_path / "s2", "exclusive records alone, W-42 broken", options)
-    checker.run(trace, ("P1",), cap=16)
-    assert checker.results["P1"].violations, "a power loss tearing both slots went unnoticed"
+    result = checked(tmp_path / "s2", "exclusive records alone, W-42 broken", options, trace, "P1", cap=16)
+    assert result.violations, "a power loss tearing both slots went unnoticed"
