@@ -16,6 +16,7 @@ publishes its record at once, by stores into a shared mapping of the segment
 
 from __future__ import annotations
 
+import errno
 import mmap
 import threading
 import time
@@ -23,6 +24,7 @@ from typing import Protocol
 
 from ._format import MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SLOT_OFFSETS, SLOT_SIZE
 from ._fs import FileSystem, OsFileSystem
+from ._group_commit import gathering
 from ._records import encode_record
 from ._ref import Ref
 from ._segment import CommitState, encode_mirror, encode_slot
@@ -68,22 +70,25 @@ Published = tuple[int, int, int, int, int]
 
 
 class RecordBuffer(Protocol):
+    def bind(self, fs: FileSystem | None, fd: int, generation: int, next_log_number: int, strict: bool, /) -> None: ...
+    def group(
+        self, io_lock: Lock, batch_sync: int, full_sync_bytes: int, group_delay: float, whole_delay: bool, /
+    ) -> None: ...
+    def map(self, length: int, /) -> None: ...
     def append(self, payload: object, asqn: object, now_us: int | None, /) -> Ref | int: ...
     def take(self, close: bool, /) -> Taken: ...
-    def commit(  # noqa: PLR0917 - positional, as the compiled twin's method is
-        self,
-        fs: FileSystem | None,
-        fd: int,
-        generation: int,
-        next_log_number: int,
-        sync: int,
-        strict: bool,
-        close: bool,
-        /,
-    ) -> Published | None: ...
-    def map(self, fs: FileSystem | None, fd: int, length: int, generation: int, next_log_number: int, /) -> None: ...
+    def commit(self, sync: bool, close: bool, /) -> Published | None: ...
+    def committed(self) -> Published: ...
+    def commit_through(self, index: int, /) -> int | None: ...
     def pending(self) -> int: ...
     def age(self) -> float: ...
+
+
+class Lock(Protocol):
+    """What the group commit's leader holds while it commits: the writer's lock (``threading.RLock``)."""
+
+    def acquire(self) -> bool: ...
+    def release(self) -> None: ...
 
 
 class _MappedFile:
@@ -114,6 +119,11 @@ class PureRecordBuffer:
     ``size_limit``: from this offset on, an append asks for a cutover first;
     ``buffer_bytes``: from this many bytes on, an append asks for a commit first.
     ``now_us`` None reads the system clock.
+
+    ``bind`` gives it the segment and its active slot; from then on the buffer
+    keeps the commit state, and which generation is durable (W-42), itself.
+    ``group`` lets appenders wait for their commit with ``commit_through``:
+    group commit, led by one of them at a time.
     """
 
     def __init__(  # noqa: PLR0917 - positional, as the compiled twin's constructor is
@@ -143,25 +153,68 @@ class PureRecordBuffer:
         self._last_timestamp_us = last_timestamp_us
         self._oldest: float | None = None
         self._closed = False
-        # Mapped: where each append publishes at once, and the generation it last published.
-        self._target: FileSystem | _MappedFile | None = None
+        # Bound: where commits go, the active generation, the newest durable one and its commit offset (W-42).
+        self._io: FileSystem | None = None
         self._fd = -1
         self._generation = 0
-        self._synced_generation = 0  # its slot is not written until a newer generation is synced (W-42)
+        self._synced_generation = 0
+        self._synced_offset = 0
         self._next_log_number = 0
+        self._strict = False
+        self._committed: Published = (0, start, next_index, last_asqn, last_timestamp_us)
+        self._mapping: _MappedFile | None = None  # mapped: each append publishes at once, through it
+        self._mapped = False
+        self._reported_generation = 0  # mapped: the generation the last commit returned, or the bound one
+        # Group commit: what a leader holds and does, and what its followers wait on.
+        batching = threading.Lock()
+        self._batching = threading.Condition(batching)  # followers wait on it for their commit
+        self._gathered = threading.Condition(batching)  # the leader waits on it (same lock) for its batch
+        self._io_lock: Lock | None = None
+        self._batch_sync = SYNC_NONE
+        self._full_sync_bytes = 0
+        self._group_delay = 0.0
+        self._whole_delay = False
+        self._leading = False
+        self._committed_next = next_index  # every index below is committed
+        self._waiting_next = next_index  # one past the highest index an appender waits for
+        self._gather_target = 0  # records the gathering leader waits for; 0: none is gathering, or the whole delay
+        self._last_batch = 0
+        self._last_commit_seconds = 0.0
+        self._group_closed = False
+        self._failure: str | None = None  # why a commit failed: its followers raise it too
 
-    def map(self, fs: FileSystem | None, fd: int, length: int, generation: int, next_log_number: int, /) -> None:
-        """From now on each append publishes at once, through a shared mapping of the first ``length``
-        bytes of ``fd`` (``fs`` None) or through ``fs.pwrite``; ``generation`` and ``next_log_number``
-        are those of the active slot, which the caller has synced."""
+    def bind(self, fs: FileSystem | None, fd: int, generation: int, next_log_number: int, strict: bool, /) -> None:
+        """Commit to ``fd`` through ``fs`` (None: the operating system's file system) from the active slot of
+        ``generation`` and ``next_log_number``, which the caller has made durable; ``strict``: sync after
+        each publication too."""
+        with self._mutex:
+            self._io, self._fd, self._next_log_number, self._strict = fs, fd, next_log_number, strict
+            self._generation = self._synced_generation = self._reported_generation = generation
+            self._synced_offset = self._start
+            self._committed = (generation, self._start, self._next_index, self._last_asqn, self._last_timestamp_us)
+
+    def group(
+        self, io_lock: Lock, batch_sync: int, full_sync_bytes: int, group_delay: float, whole_delay: bool, /
+    ) -> None:
+        """Let appenders wait for their commit (``commit_through``): a leader commits each batch holding
+        ``io_lock``, syncing it as ``batch_sync`` (``SYNC_*``) says, the whole file once the commit point is
+        ``full_sync_bytes`` past the durable slot's; it gathers as ``_group_commit.gathering`` says."""
+        if batch_sync not in (SYNC_NONE, SYNC_FILE, SYNC_RECORDS):
+            raise ValueError(f"sync {batch_sync} is not one of SYNC_NONE, SYNC_FILE, SYNC_RECORDS")
+        self._io_lock, self._batch_sync, self._full_sync_bytes = io_lock, batch_sync, full_sync_bytes
+        self._group_delay, self._whole_delay = group_delay, whole_delay
+
+    def map(self, length: int, /) -> None:
+        """From now on each append publishes at once, through a shared mapping of the bound segment's first
+        ``length`` bytes (or, bound to a file-system object, through its ``pwrite``)."""
         if length < self._end_limit or length < SLOT_OFFSETS[1] + SLOT_SIZE:
             raise ValueError("the mapping must cover the header and every record")
         with self._mutex:
-            if self._parts or self._target is not None:
-                raise ValueError("map a buffer before its first append, once")
-            self._target = _MappedFile(fd, length) if fs is None else fs
-            self._fd, self._generation, self._next_log_number = fd, generation, next_log_number
-            self._synced_generation = generation
+            if self._parts or self._mapped or self._fd < 0:
+                raise ValueError("map a bound buffer before its first append, once")
+            if self._io is None:
+                self._mapping = _MappedFile(self._fd, length)
+            self._mapped = True
 
     def append(self, payload: object, asqn: object, now_us: int | None, /) -> Ref | int:
         if type(payload) is not bytes or type(asqn) is not int or (now_us is not None and type(now_us) is not int):
@@ -173,7 +226,8 @@ class PureRecordBuffer:
                 return CLOSED
             if self._size >= self._buffer_bytes:
                 return FLUSH_FIRST
-            if self._next_index == _U8_MAX or (self._target is not None and self._generation >= _U8_MAX - 1):
+            # A commit may publish two generations above the active one (W-42).
+            if self._next_index == _U8_MAX or (self._fd >= 0 and self._generation >= _U8_MAX - 1):
                 return INDEXES_USED_UP
             if asqn != NO_ASQN and asqn <= self._last_asqn:
                 return ASQN_ORDER
@@ -192,34 +246,43 @@ class PureRecordBuffer:
             self._last_timestamp_us = timestamp_us
             if self._oldest is None:
                 self._oldest = time.monotonic()
-            if self._target is not None:
-                self._publish_mapped(self._target)
+            if self._mapped:
+                self._publish_mapped()
             return tuple.__new__(self._ref_type, (self._log, offset, index))
 
-    def _publish_mapped(self, target: FileSystem | _MappedFile) -> None:
+    def _target(self) -> FileSystem | _MappedFile:
+        if self._mapping is not None:
+            return self._mapping
+        return _OS if self._io is None else self._io
+
+    def _publish_mapped(self) -> None:
         """Under the mutex: publish what ``append`` just encoded, by steps 7 and 9 of 6.2 through the mapping."""
         records, end, next_index, last_asqn, last_timestamp_us = self._take_locked(close=False)
         # W-42: the newest durable generation's slot stays as it is until a sync; an unsynced active
         # generation is overwritten by the one two above it, which belongs to the same slot.
         self._generation += 1 if self._generation == self._synced_generation else 2
+        published = (self._generation, end, next_index, last_asqn, last_timestamp_us)
         try:
-            published = (self._generation, end, next_index, last_asqn, last_timestamp_us)
-            _write_and_publish(target, self._fd, records, end, published, self._log, self._next_log_number)
+            _write_and_publish(self._target(), self._fd, records, end, published, self._log, self._next_log_number)
         except BaseException:
             self._closed = True
             raise
+        self._committed = published
 
     def take(self, close: bool, /) -> Taken:
         with self._mutex:
             taken = self._take_locked(close=close)
             if self._closed:
                 self._unmap()
-            return taken
+        if close:
+            self._settle(closed=True)
+        return taken
 
     def _unmap(self) -> None:
-        if isinstance(self._target, _MappedFile):
-            self._target.close()
-        self._target = None
+        if self._mapping is not None:
+            self._mapping.close()
+        self._mapping = None
+        self._mapped = False
 
     def _take_locked(self, *, close: bool) -> Taken:
         records = b"".join(self._parts)
@@ -230,52 +293,65 @@ class PureRecordBuffer:
         self._closed |= close
         return records, self._start, self._next_index, self._last_asqn, self._last_timestamp_us
 
-    def commit(  # noqa: PLR0917 - positional, as the compiled twin's method is
-        self,
-        fs: FileSystem | None,
-        fd: int,
-        generation: int,
-        next_log_number: int,
-        sync: int,
-        strict: bool,
-        close: bool,
-        /,
-    ) -> Published | None:
+    def commit(self, sync: bool, close: bool, /) -> Published | None:
         """Steps 7 to 10 of the write protocol (spec protocols §6.2) for what the buffer holds.
 
-        Write it at the commit point, make it durable as ``sync`` (``SYNC_*``) says, publish generation
-        ``generation + 1`` (the slot, then the mirror fields), sync again when
-        ``strict``; return what was published, or None when the buffer held
-        nothing (``SYNC_FILE`` still syncs). ``fs`` None: the operating system's
-        file system. A failure closes the buffer (W-19).
+        Write it at the commit point, sync the file before publishing when ``sync``, publish the next
+        generation (the slot, then the mirror fields), sync again when bound ``strict``; return what was
+        published, or None when the buffer held nothing (a ``sync`` still syncs). Commits are made one at
+        a time (the caller holds the writer's lock). A failure closes the buffer (W-19).
         """
-        if sync not in (SYNC_NONE, SYNC_FILE, SYNC_RECORDS):
-            raise ValueError(f"sync {sync} is not one of SYNC_NONE, SYNC_FILE, SYNC_RECORDS")
-        if self._target is not None:
-            return self._commit_mapped(generation, sync=sync != SYNC_NONE, close=close)
-        records, end, next_index, last_asqn, last_timestamp_us = self.take(close)
-        published = (generation + 1, end, next_index, last_asqn, last_timestamp_us)
-        io = fs or _OS
+        return self._commit(SYNC_FILE if sync else SYNC_NONE, close=close)
+
+    def _commit(self, sync: int, *, close: bool) -> Published | None:
+        if self._fd < 0:
+            raise ValueError("bind the buffer to its segment before a commit")
+        if self._mapped:
+            return self._commit_mapped(sync=sync != SYNC_NONE, close=close)
+        with self._mutex:
+            generation, offset = self._generation, self._start
+            records, end, next_index, last_asqn, last_timestamp_us = self._take_locked(close=close)
+            if sync == SYNC_RECORDS and offset - self._synced_offset >= self._full_sync_bytes:
+                sync = SYNC_FILE  # bounds how far readers fall back, and recovery walks, after a power loss
+        # W-42: publishing over an active generation not yet durable (no sync, or one of the records alone),
+        # skip one, so that the slot of the newest durable generation stays as it is.
+        base = generation if sync == SYNC_FILE or generation == self._synced_generation else generation + 1
+        if base + 1 > _U8_MAX:
+            if records:
+                with self._mutex:
+                    self._closed = True
+                raise OverflowError("the commit generation is used up")
+            base = generation - 1
+        published = (base + 1, end, next_index, last_asqn, last_timestamp_us)
+        io = self._target()
         try:
-            _write_and_publish(io, fd, records, end, published, self._log, next_log_number, sync=sync)
-            if records and strict:
-                io.fdatasync(fd)
-        except BaseException:
-            self.take(True)
+            _write_and_publish(io, self._fd, records, end, published, self._log, self._next_log_number, sync=sync)
+            if records and self._strict:
+                io.fdatasync(self._fd)
+        except BaseException as exc:
+            with self._mutex:
+                self._closed = True
+            self._settle(failure=str(exc) or type(exc).__name__)
             raise
+        with self._mutex:
+            if sync == SYNC_FILE:  # the step 8 sync made the active slot durable
+                self._synced_generation, self._synced_offset = generation, offset
+            if records:
+                self._generation, self._committed = published[0], published
+                if self._strict:
+                    self._synced_generation, self._synced_offset = published[0], end
+        self._settle(committed_next=next_index, closed=close)
         return published if records else None
 
-    def _commit_mapped(self, generation: int, *, sync: bool, close: bool) -> Published | None:
+    def _commit_mapped(self, *, sync: bool, close: bool) -> Published | None:
         """``commit`` of a mapped buffer: every append is published already; sync the mapping when
-        ``sync``, unmap it when ``close``, and return the state published since ``generation``, if any."""
+        ``sync``, unmap it when ``close``, and return the state published since the last commit, if any."""
         with self._mutex:
-            target = self._target
-            assert target is not None
             self._closed |= close
             published = (self._generation, self._start, self._next_index, self._last_asqn, self._last_timestamp_us)
             try:
                 if sync:
-                    target.fdatasync(self._fd)
+                    self._target().fdatasync(self._fd)
                     self._synced_generation = self._generation
             except BaseException:
                 self._closed = True
@@ -283,7 +359,87 @@ class PureRecordBuffer:
             finally:
                 if self._closed:
                     self._unmap()
-            return published if self._generation > generation else None
+            reported, self._reported_generation = self._reported_generation, self._generation
+            return published if self._generation > reported else None
+
+    def committed(self) -> Published:
+        """The state of the active generation: generation, commit offset, next index, last asqn, last timestamp."""
+        with self._mutex:
+            return self._committed
+
+    def commit_through(self, index: int, /) -> int | None:
+        """Return once the record ``index`` is committed, leading the commit of a batch if nobody is;
+        ``CLOSED`` if the buffer was closed without committing it. A failed commit raises: its leader the
+        error it met, each follower an ``OSError`` that says it.
+
+        Appenders wait on a condition: when a commit ends, those it covered
+        return at once, and the first one left leads the next. A leader waits a
+        little for the others (implementation notes, "Group commit"): until as
+        many records wait as its last batch had, for no longer than that commit
+        took; without the wait, the appenders just woken would split into two
+        halves that alternate, each with its sync.
+        """
+        io_lock = self._io_lock
+        if io_lock is None:
+            raise ValueError("the buffer commits no groups: call group() first")
+        batching = self._batching
+        while True:
+            with batching:
+                self._waiting_next = max(self._waiting_next, index + 1)
+                if self._gather_target and self._waiting_next - self._committed_next >= self._gather_target:
+                    self._gathered.notify()  # only the leader, and only once it has what it waits for
+                while True:
+                    if self._committed_next > index:
+                        return None
+                    if self._failure is not None:
+                        raise OSError(errno.EIO, self._failure)
+                    if self._group_closed:
+                        return CLOSED
+                    if not self._leading:
+                        self._leading = True
+                        break
+                    batching.wait()
+                self._gather()
+                before = self._committed_next
+            started = time.monotonic()
+            try:
+                io_lock.acquire()
+                try:
+                    self._commit(self._batch_sync, close=False)
+                finally:
+                    io_lock.release()
+            finally:
+                with batching:
+                    self._leading = False
+                    self._last_batch = self._committed_next - before
+                    self._last_commit_seconds = time.monotonic() - started
+                    batching.notify_all()
+
+    def _gather(self) -> None:
+        """Under the batching condition: wait, boundedly, until as many records wait as the last batch had."""
+        plan = gathering(self._whole_delay, self._group_delay, self._last_batch, self._last_commit_seconds)
+        if plan is None:
+            return
+        delay, target = plan
+        deadline = time.monotonic() + delay
+        self._gather_target = target
+        try:
+            while target == 0 or self._waiting_next - self._committed_next < target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._gathered.wait(left)
+        finally:
+            self._gather_target = 0
+
+    def _settle(self, *, committed_next: int = 0, closed: bool = False, failure: str | None = None) -> None:
+        """A commit ended, or the buffer closed: wake the appenders waiting for theirs."""
+        with self._batching:
+            self._committed_next = max(self._committed_next, committed_next)
+            self._group_closed |= closed or failure is not None
+            if failure is not None and self._failure is None:
+                self._failure = failure
+            self._batching.notify_all()
 
     def pending(self) -> int:
         return self._size

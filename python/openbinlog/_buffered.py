@@ -12,18 +12,19 @@ cutover, and on ``flush()`` and ``close()``, which also sync before they
 publish. In the ``mmap`` mode the buffer is mapped: each append publishes its
 record through a shared mapping of the segment before it returns, and
 ``flush()`` and ``close()`` sync the mapping. In the other modes the append
-then waits for its commit: the first
-appender to take the writer's mutex commits everything buffered, with the
-mode's syncs, while the appenders behind it add their records to the buffer;
-each finds its record committed when it gets the mutex in turn. That is group
-commit with no queue: the encoding runs in the compiled buffer, and the
-write and the sync release the interpreter to the appenders that gather.
+then waits for its commit in the buffer's group commit (``commit_through``):
+the first appender whose record is not committed leads, committing everything
+buffered with the mode's syncs while the appenders behind it add their
+records. That is group commit with no queue; with the compiled buffer the
+whole append, the wait and the commit included, runs without Python code, and
+the write and the sync release the interpreter to the appenders that gather.
+The buffer keeps the segment's commit state and which generation is durable
+(W-42); the writer reads it back after its own commits.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from . import _accel
@@ -40,10 +41,9 @@ from ._buffer import (
     PureRecordBuffer,
     RecordBuffer,
 )
-from ._commit import MAX_COUNTER, OpenSegment
+from ._commit import OpenSegment
 from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE
 from ._fs import FileSystem
-from ._group_commit import gathering
 from ._ref import Ref
 from ._segment import CommitState
 from ._writer_base import MAX_LOG_NUMBER, WriterBase, payload_bytes
@@ -64,8 +64,6 @@ class BufferedMixin(WriterBase):
     buffer_bytes: int
     flush_interval: float
     _waits_for_commit: bool  # an append waits for a commit (not in the process and mmap modes)
-    _synced_generation: int  # the newest generation of the segment known durable (W-42)
-    _synced_offset: int  # its commit offset
     _sync_records_alone: bool  # batches sync their records alone (step 8 of 6.2), not the whole file
     _buffer: RecordBuffer | None  # None: the writer does not buffer
     # What the buffer writes and syncs through: None for the operating system's own file system, which the
@@ -74,15 +72,7 @@ class BufferedMixin(WriterBase):
     _custom_clock: bool  # a clock given to the writer: read it per append, rather than the system clock
     _flusher: threading.Thread | None
     _stop_flusher: threading.Event
-    # Group commit of an exclusive writer: appenders waiting for their commit, whether one leads it,
-    # and the size and duration of the last batch (what the next leader waits for).
-    _batching: threading.Condition  # appenders wait on it for their commit
-    _gathered: threading.Condition  # the leader waits on it (same lock) for the records of its batch
-    _gather_target: int  # records the gathering leader waits for; 0: none is gathering, or group mode
-    _waiting_records: int  # appended, not yet committed, their appenders waiting for it
-    _leading: bool
-    _last_batch: int
-    _last_commit_seconds: float
+    _io_mutex: threading.RLock  # held by whoever commits: the leader of a batch, flush, cutover, close
 
     if TYPE_CHECKING:  # the commit protocol's steps, in _commit and _cutover
 
@@ -114,13 +104,18 @@ class BufferedMixin(WriterBase):
         if self.durability in _PUBLISH_UNSYNCED or self._sync_records_alone:
             # W-42 counts from a durable active slot: the one read at open may be a crashed writer's, unsynced.
             self._fs.fdatasync(segment.fd)
-        self._synced_generation, self._synced_offset = commit.generation, commit.commit_offset
+        buffer.bind(self._buffer_fs, segment.fd, commit.generation, commit.next_log_number, self.durability == "strict")
+        if self._waits_for_commit:
+            batch_sync = SYNC_RECORDS if self._sync_records_alone else SYNC_FILE
+            if self.durability == "os":
+                batch_sync = SYNC_NONE
+            buffer.group(self._io_mutex, batch_sync, FULL_SYNC_BYTES, self.group_delay, self.durability == "group")
         if mapped and capacity:
             if self._fs.size(segment.fd) < capacity:  # a store beyond the file's end would kill the process
                 raise BinlogIOError(
                     f"preallocated segment is shorter than its capacity {capacity}", path=segment.path, log=segment.log
                 )
-            buffer.map(self._buffer_fs, segment.fd, capacity, commit.generation, commit.next_log_number)
+            buffer.map(capacity)
         self._buffer = buffer  # mapped before appenders in other threads can see it
         self._install_appender(buffer)
         if self._flusher is None and self.durability == "process":
@@ -128,17 +123,21 @@ class BufferedMixin(WriterBase):
             self._flusher.start()
 
     def _install_appender(self, buffer: RecordBuffer) -> None:
-        """Where appends return at once, ``append`` is the compiled buffer's own, with no Python frame: the
-        writer's method runs only for the codes it returns. Not with a clock of the writer's (read per append
-        in Python), nor where a mapped store may fail through a file-system object."""
-        if self._waits_for_commit or self._custom_clock or _accel.Appender is None or _accel.RecordBuffer is None:
+        """With the compiled buffer, ``append`` is the compiled appender, with no Python frame: the writer's
+        methods run only for the codes it returns and the errors it meets. Not with a clock of the writer's
+        (read per append in Python), nor where a mapped store may fail through a file-system object."""
+        if self._custom_clock or _accel.Appender is None or _accel.RecordBuffer is None:
             return
         if self.durability == "mmap" and self._buffer_fs is not None:
             return
         appender = self.__dict__.get("append")
         if appender is None:
             # An instance attribute before the method: the one lookup of ``writer.append`` finds it.
-            self.__dict__["append"] = _accel.Appender(buffer, self._append_buffered)
+            if self._waits_for_commit:
+                appender = _accel.Appender(buffer, self._append_waiting, self._settle_append)
+            else:
+                appender = _accel.Appender(buffer, self._append_buffered, None)
+            self.__dict__["append"] = appender
         else:
             appender.use_buffer(buffer)
 
@@ -169,8 +168,12 @@ class BufferedMixin(WriterBase):
                     )
                 if type(asqn) is not int or not NO_ASQN <= asqn <= _MAX_ASQN:
                     raise AsqnOrderError(f"asqn {asqn!r} is outside -1 to 2^63-1", path=self.directory)
-            elif result == CLOSED:
-                self._check_usable()  # closed by a failure or close(); otherwise replaced by a cutover
+            elif result == CLOSED:  # by a cutover (wait for its end), a failed commit or close()
+                with self._io_mutex:
+                    self._check_usable()
+                    if self._buffer is buffer:
+                        failed = BinlogIOError("the writer's buffer closed after a failed commit", path=self.directory)
+                        raise self._commit_failed(failed)
             elif result == FLUSH_FIRST:
                 self._commit_buffer(sync=False)
             elif result == CUTOVER_FIRST:
@@ -186,68 +189,42 @@ class BufferedMixin(WriterBase):
             result = buffer.append(payload, asqn, self._clock_us() if self._custom_clock else None)
         return result
 
-    def _commit_through(self, ref: Ref, records: int = 1) -> None:
-        """Return once the record ``ref`` names (the last of ``records``) is committed, committing the buffer
-        if nobody is.
+    def _append_waiting(self, payload: object, asqn: object) -> Ref:
+        """The path of an append, in the modes that wait for a commit, that the buffer did not take at once."""
+        ref = self._append_buffered(payload, asqn)
+        self._wait_for_commit(ref)
+        return ref
 
-        Appenders wait on a condition, not on the writer's mutex: when a commit
-        ends, those it covered return at once, and the first one left leads the
-        next. A leader waits a little for the others (implementation notes,
-        "Group commit"): until as many records wait as its last batch had, for
-        no longer than that commit took; without the wait, the appenders just
-        woken would split into two halves that alternate, each with its sync.
-        """
-        batching = self._batching
-        with batching:
-            self._waiting_records += records
-            if self._gather_target and self._waiting_records >= self._gather_target:
-                self._gathered.notify()  # only the leader, and only once it has what it waits for
-            while not self._committed(ref):
-                if not self._leading:
-                    self._leading = True
-                    break
-                batching.wait()
-            else:
-                return
-            self._gather_records()
-        started, records_before = time.monotonic(), self._known[1].next_index  # type: ignore[index]
+    def _wait_for_commit(self, ref: Ref) -> None:
+        """Return once the record ``ref`` names is committed: the buffer's group commit (spec 6.4), which
+        ``ref``'s own buffer or a later one can tell, as indexes go on from one segment to the next."""
+        buffer = self._buffer
+        assert buffer is not None
         try:
-            with self._locked:
-                self._check_usable()
-                self._commit_buffer_locked(sync=self.durability != "os", records_alone=self._sync_records_alone)
-        except OSError as exc:  # inline rather than _os_errors: this runs once per append
-            raise BinlogIOError(f"write or sync failed, nothing of this commit is acknowledged: {exc}") from exc
-        finally:
-            with batching:
-                self._leading = False
-                self._last_batch = self._known[1].next_index - records_before  # type: ignore[index]
-                self._waiting_records -= self._last_batch
-                self._last_commit_seconds = time.monotonic() - started
-                batching.notify_all()
-
-    def _committed(self, ref: Ref) -> bool:
-        """Whether the record ``ref`` names is committed (its commit or a later cutover published it)."""
-        segment, commit = self._known  # type: ignore[misc]  # an exclusive writer always knows its state
-        if self._failed is not None:
+            unsettled = buffer.commit_through(ref.index)
+        except BaseException as exc:
+            raise self._commit_failed(exc) from exc
+        if unsettled is not None:  # the buffer closed without committing it: by a failure, or close()
             self._check_usable()
-        return segment.log > ref.log or commit.next_index > ref.index
+            raise BinlogIOError("the record was not committed before the writer's buffer closed", path=self.directory)
 
-    def _gather_records(self) -> None:
-        """Under the batching condition: wait, boundedly, until as many records wait as the last batch had."""
-        plan = gathering(self.durability, self.group_delay, self._last_batch, self._last_commit_seconds)
-        if plan is None:
-            return
-        delay, target = plan
-        deadline = time.monotonic() + delay
-        self._gather_target = target
-        try:
-            while target == 0 or self._waiting_records < target:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._gathered.wait(left)
-        finally:
-            self._gather_target = 0
+    def _settle_append(self, ref: Ref, exc: BaseException | None) -> Ref:
+        """The compiled appender's commit of ``ref`` failed (``exc``), or its buffer closed before it."""
+        if exc is not None:
+            raise self._commit_failed(exc) from exc
+        self._wait_for_commit(ref)
+        return ref
+
+    def _commit_failed(self, exc: BaseException) -> BaseException:
+        """A commit failed (W-19): the writer fails, and the append raises what to raise."""
+        if not isinstance(exc, Exception):  # an interrupt, before or during the commit: raised as it is
+            return exc
+        failed = exc if isinstance(exc, BinlogIOError) else None
+        if failed is None:
+            failed = BinlogIOError(f"write or sync failed, nothing of this commit is acknowledged: {exc}")
+        if self._failed is None:
+            self._failed = failed
+        return failed
 
     def _commit_buffer(self, *, sync: bool, close: bool = False) -> None:
         """Commit what the buffer holds as one batch (W-40); ``sync``: make it durable before publishing."""
@@ -255,11 +232,9 @@ class BufferedMixin(WriterBase):
         with self._os_errors(failed), self._locked:
             self._commit_buffer_locked(sync=sync, close=close)
 
-    def _commit_buffer_locked(
-        self, *, sync: bool, close: bool = False, records_alone: bool = False
-    ) -> tuple[OpenSegment, CommitState]:
+    def _commit_buffer_locked(self, *, sync: bool, close: bool = False) -> tuple[OpenSegment, CommitState]:
         """Under the lock: the buffer's records as one batch, by steps 7 to 10 of 6.2 (W-40); ``sync``: make them
-        durable before publishing, ``records_alone``: by a synchronized write of theirs, not a sync of the file."""
+        durable (a sync of the file) before publishing."""
         buffer, known = self._buffer, self._known
         assert buffer is not None
         assert known is not None
@@ -267,30 +242,13 @@ class BufferedMixin(WriterBase):
         if self._failed is not None:
             buffer.take(True)
             self._check_usable()
-        how = SYNC_FILE if sync else SYNC_NONE
-        if sync and records_alone and commit.commit_offset - self._synced_offset < FULL_SYNC_BYTES:
-            how = SYNC_RECORDS
-        # W-42: publishing over an active generation not yet durable (no sync, or one of the records alone),
-        # skip one, so that the slot of the newest durable generation stays as it is. (A mapped buffer
-        # counts its own.)
-        base = commit.generation
-        if how != SYNC_FILE and base != self._synced_generation and self.durability != "mmap":
-            base += 1
-        if base >= MAX_COUNTER - 1:
-            raise LogFullError("the commit generation is used up: start a new log", path=segment.path, log=segment.log)
-        strict = self.durability == "strict"
         try:
-            published = buffer.commit(self._buffer_fs, segment.fd, base, commit.next_log_number, how, strict, close)
+            buffer.commit(sync, close)
         except BaseException as exc:
             self._failed = exc if isinstance(exc, BinlogIOError) else BinlogIOError(str(exc), path=segment.path)
             raise
-        if how == SYNC_FILE:  # the step 8 sync made the active slot durable
-            self._synced_generation, self._synced_offset = commit.generation, commit.commit_offset
-        if published is not None:
-            commit = CommitState(*published, commit.next_log_number)
-            self._known = (segment, commit)
-            if strict:
-                self._synced_generation, self._synced_offset = commit.generation, commit.commit_offset
+        commit = CommitState(*buffer.committed(), commit.next_log_number)
+        self._known = (segment, commit)
         return segment, commit
 
     def _cut_over_buffered(self, payload_size: int) -> None:

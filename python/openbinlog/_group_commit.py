@@ -49,15 +49,15 @@ class Call:
 
 
 def gathering(
-    durability: str, group_delay: float, last_batch: int, last_commit_seconds: float
+    whole_delay: bool, group_delay: float, last_batch: int, last_commit_seconds: float
 ) -> tuple[float, int] | None:
     """How long a leader may wait before it commits, and for how many appends (0: the whole delay), or None.
 
-    The ``group`` mode waits ``group_delay``. Otherwise a leader waits only
+    ``whole_delay`` (the ``group`` mode) waits ``group_delay``. Otherwise a leader waits only
     when the last batch held several appends: until as many wait again, for
     no longer than the last commit took, nor than ``group_delay``.
     """
-    if durability == "group":
+    if whole_delay:
         return group_delay, 0
     if last_batch > 1:
         return min(last_commit_seconds, group_delay), last_batch
@@ -158,7 +158,8 @@ class GroupCommit:
         never waits.
         """
         writer = self._writer
-        plan = gathering(writer.durability, writer.group_delay, self._last_batch_calls, self._last_commit_seconds)
+        whole_delay = writer.durability == "group"
+        plan = gathering(whole_delay, writer.group_delay, self._last_batch_calls, self._last_commit_seconds)
         if plan is None:
             return
         delay, target = plan

@@ -163,8 +163,6 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         # An exclusive writer knows which of its slots are durable (W-42): its batches may sync their
         # records alone, which spares each sync the header page its previous batch wrote (6.2, step 8).
         self._sync_records_alone = self.holds_lock and durability in ("sync", "group")
-        self._synced_generation = 0
-        self._synced_offset = 0
         self.buffer_bytes = buffer_bytes
         self.flush_interval = flush_interval
         self._lock_held = False
@@ -172,13 +170,6 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         self._buffer = None
         self._flusher = None
         self._stop_flusher = threading.Event()
-        batching = threading.Lock()
-        self._batching, self._gathered = threading.Condition(batching), threading.Condition(batching)
-        self._gather_target = 0
-        self._waiting_records = 0
-        self._leading = False
-        self._last_batch = 0
-        self._last_commit_seconds = 0.0
         self._group = GroupCommit(self)
         self._io_mutex = threading.RLock()  # re-entered when an exclusive writer's append_many cuts over
         self._locked = _DirectoryLock(self)
@@ -222,7 +213,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         if type(result) is not Ref:
             result = self._append_buffered(payload, asqn)
         if self._waits_for_commit:
-            self._commit_through(result)
+            self._wait_for_commit(result)
         return result
 
     def append_many(self, payloads: Iterable[bytes | tuple[bytes, int]]) -> list[Ref]:
@@ -239,7 +230,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
                     for item in payloads
                 ]
             if refs and self._waits_for_commit:
-                self._commit_through(refs[-1], len(refs))
+                self._wait_for_commit(refs[-1])
             return refs
         tickets = [
             Ticket(payload_bytes(item[0]), item[1]) if isinstance(item, tuple) else Ticket(payload_bytes(item), NO_ASQN)

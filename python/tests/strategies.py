@@ -168,19 +168,19 @@ mapped_slots = st.tuples(
     st.one_of(st.integers(min_value=1, max_value=1000), st.integers(min_value=2**64 - 45, max_value=2**64 - 2)),
     st.sampled_from([0, 4]),
 )
-# Commits between a buffer's operations: None (no commit there) or generation, next log number, sync (none, of the
-# file, of the records alone), strict, close.
+# What a buffer is bound to (bind and group): the active slot's generation and next log number, strict, how each
+# batch of the group commit syncs (none, the file, the records alone) and how far apart it syncs the whole file.
+buffer_bindings = st.tuples(
+    st.one_of(st.integers(min_value=0, max_value=1000), st.integers(min_value=2**64 - 8, max_value=2**64 - 1)),
+    st.sampled_from([0, 4]),
+    st.booleans(),
+    st.sampled_from([SYNC_NONE, SYNC_FILE, SYNC_RECORDS]),
+    st.sampled_from([0, 100, 1 << 20]),
+)
+# Commits between a buffer's operations: None (no commit there), "through" (the group commit of the last record
+# appended, led by the caller), or a commit's sync and close.
 buffer_commits = st.lists(
-    st.one_of(
-        st.none(),
-        st.tuples(
-            st.integers(min_value=0, max_value=2**64 - 2),
-            st.sampled_from([0, 4]),
-            st.sampled_from([SYNC_NONE, SYNC_FILE, SYNC_RECORDS]),
-            st.booleans(),
-            st.booleans(),
-        ),
-    ),
+    st.one_of(st.none(), st.just("through"), st.tuples(st.booleans(), st.booleans())),
     max_size=5,
 )
 

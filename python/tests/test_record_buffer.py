@@ -10,12 +10,20 @@ recording object and through a real shared mapping.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies import buffer_commits, buffer_operations, buffer_states, mapped_buffer_states, mapped_slots
+from strategies import (
+    buffer_bindings,
+    buffer_commits,
+    buffer_operations,
+    buffer_states,
+    mapped_buffer_states,
+    mapped_slots,
+)
 
 from openbinlog import NO_ASQN, RecordDecoder, Ref, _accel
 from openbinlog._buffer import (
@@ -55,38 +63,61 @@ class OperationLog:
         self.operations.append(("fdatasync", fd))
 
 
-def drive(buffer: Any, operations: list[Any], commits: list[Any], fs: OperationLog | None = None) -> list[Any]:
+def bind(buffer: Any, fs: Any, binding: tuple[int, int, bool, int, int], fd: int = 7) -> None:
+    generation, next_log_number, strict, batch_sync, full_sync_bytes = binding
+    buffer.bind(fs, fd, generation, next_log_number, strict)
+    buffer.group(threading.RLock(), batch_sync, full_sync_bytes, 0.0, False)
+
+
+def drive(buffer: Any, operations: list[Any], commits: list[Any], fs: OperationLog) -> list[Any]:
     """Run ``operations``; after each, the commit ``commits`` holds for its position, if any."""
     results: list[Any] = []
-    fs = fs or OperationLog()
+    last_index = buffer.committed()[2] - 1
     for position, operation in enumerate(operations):
         commit = commits[position % len(commits)] if commits else None
-        if commit is not None:
-            generation, next_log_number, sync, strict, close = commit
-            results.append(buffer.commit(fs, 7, generation, next_log_number, sync, strict, close))
+        if commit == "through":
+            results.append(run(buffer.commit_through, last_index))
+        elif commit is not None:
+            results.append(run(buffer.commit, *commit))
         if operation == "take":
             results.append(buffer.take(False))
         elif operation == "take-and-close":
             results.append(buffer.take(True))
         else:
             payload, asqn, now = operation
-            result = buffer.append(payload, asqn, now)
+            result = run(buffer.append, payload, asqn, now)
+            if isinstance(result, Ref):
+                last_index = result.index
             results.append((type(result).__name__, result))
-        results.append(buffer.pending())
+        results.extend((buffer.pending(), buffer.committed()))
     return [*results, fs.operations]
 
 
+def run(call: Any, *arguments: Any) -> Any:
+    """What ``call`` returns, or the type and text of what it raises."""
+    try:
+        return call(*arguments)
+    except (OSError, OverflowError, ValueError) as exc:
+        return type(exc).__name__, str(exc)
+
+
 @settings(max_examples=300, deadline=None)
-@given(buffer_states, buffer_operations, buffer_commits)
+@given(buffer_states, buffer_bindings, buffer_operations, buffer_commits)
 def test_compiled_buffer_returns_the_reference_refs_codes_and_bytes(
-    state: tuple[int, int, int, int, int, int, int], operations: list[Any], commits: list[Any]
+    state: tuple[int, int, int, int, int, int, int],
+    binding: tuple[int, int, bool, int, int],
+    operations: list[Any],
+    commits: list[Any],
 ) -> None:
-    """Appends, takes and commits: the same refs, codes, records, and writes and syncs in the same order."""
+    """Appends, takes, commits and group commits: the same refs, codes, records and published states, and the
+    same writes and syncs in the same order (W-42's skipped generations and the whole-file syncs among them)."""
     assert _accel.RecordBuffer is not None
-    pure = PureRecordBuffer(Ref, 3, *state)
-    native = _accel.RecordBuffer(Ref, 3, *state)
-    assert drive(native, operations, commits) == drive(pure, operations, commits)
-    assert native.take(False) == pure.take(False)
+    runs = []
+    for buffer in (PureRecordBuffer(Ref, 3, *state), _accel.RecordBuffer(Ref, 3, *state)):
+        fs = OperationLog()
+        bind(buffer, fs, binding)
+        runs.append((drive(buffer, operations, commits, fs), buffer.take(False)))
+    assert runs[1] == runs[0]
 
 
 @pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
@@ -127,15 +158,17 @@ def test_failed_commit_closes_the_buffer(make: Any) -> None:
             raise OSError(5, "injected")
 
     buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 2**64 - 1, 2**64 - 1, 1 << 20)
+    buffer.bind(FailingSync(), 3, 1, 0, False)
     buffer.append(b"lost", NO_ASQN, 1)
     with pytest.raises(OSError, match="injected"):
-        buffer.commit(FailingSync(), 3, 1, 0, True, False, False)
+        buffer.commit(True, False)
     assert buffer.append(b"refused", NO_ASQN, 2) == CLOSED
 
 
 @pytest.mark.parametrize("sync", [SYNC_FILE, SYNC_RECORDS], ids=["file", "records-alone"])
 def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: Any, sync: int) -> None:
-    """With no file-system object the compiled buffer writes and syncs the file directly: the same bytes."""
+    """With no file-system object the compiled buffer writes and syncs the file directly: the same bytes.
+    Led by the group commit: its batch syncs as bound, the file or the records alone."""
     images = []
     for make in (PureRecordBuffer, compiled_buffer):
         path = tmp_path / make.__name__
@@ -143,9 +176,10 @@ def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: 
         fd = os.open(path, os.O_RDWR)
         try:
             buffer = make(Ref, 2, 256, 10, NO_ASQN, 0, 2**64 - 1, 2**64 - 1, 1 << 20)
-            for n in range(5):
-                buffer.append(b"x" * n, n * 3 if n % 2 else NO_ASQN, 1000 + n)
-            published = buffer.commit(None, fd, 41, 0, sync, True, False)
+            bind(buffer, None, (41, 0, True, sync, 1 << 20), fd)
+            refs = [buffer.append(b"x" * n, n * 3 if n % 2 else NO_ASQN, 1000 + n) for n in range(5)]
+            assert buffer.commit_through(refs[-1].index) is None
+            published = buffer.committed()
         finally:
             os.close(fd)
         images.append((published, path.read_bytes()))
@@ -167,8 +201,10 @@ def test_compiled_mapped_buffer_makes_the_reference_stores_in_its_order(
     runs = []
     for buffer in (PureRecordBuffer(Ref, 3, *state), _accel.RecordBuffer(Ref, 3, *state)):
         fs = OperationLog()
-        buffer.map(fs, 7, state[4], *slot)
-        runs.append((drive(buffer, operations, commits, fs), buffer.take(False)))
+        buffer.bind(fs, 7, *slot, False)
+        buffer.map(state[4])
+        mapped_commits = [commit for commit in commits if commit != "through"]  # a mapped buffer has no groups
+        runs.append((drive(buffer, operations, mapped_commits, fs), buffer.take(False)))
     assert runs[1] == runs[0]
 
 
@@ -176,7 +212,8 @@ def test_compiled_mapped_buffer_makes_the_reference_stores_in_its_order(
 def test_mapped_buffer_publishes_each_append_before_it_returns(make: Any) -> None:
     fs = OperationLog()
     buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
-    buffer.map(fs, 3, 1000, 1, 0)
+    buffer.bind(fs, 3, 1, 0, False)
+    buffer.map(1000)
     assert buffer.append(b"abc", 4, 10) == Ref(1, 256, 1)
     record, slot, mirror = fs.operations
     assert record[0] == slot[0] == mirror[0] == "pwrite"
@@ -186,16 +223,17 @@ def test_mapped_buffer_publishes_each_append_before_it_returns(make: Any) -> Non
     commit = active_commit(bytes(header), base_index=1, log=1)
     assert (commit.generation, commit.commit_offset, commit.next_index, commit.last_asqn) == (2, 299, 2, 4)
     assert buffer.pending() == 0
-    assert buffer.commit(None, 3, 1, 0, True, False, False) == (2, 299, 2, 4, 10)  # the sync: an fdatasync
+    assert buffer.commit(True, False) == (2, 299, 2, 4, 10)  # the sync: an fdatasync
     assert fs.operations[-1] == ("fdatasync", 3)
-    assert buffer.commit(None, 3, 2, 0, False, False, True) is None  # nothing published since generation 2
+    assert buffer.commit(False, True) is None  # nothing published since the last commit
     assert buffer.append(b"late", NO_ASQN, 11) == CLOSED
 
 
 @pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
 def test_mapped_buffer_refuses_an_append_whose_generation_would_not_fit(make: Any) -> None:
     buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
-    buffer.map(OperationLog(), 3, 1000, 2**64 - 3, 0)
+    buffer.bind(OperationLog(), 3, 2**64 - 3, 0, False)
+    buffer.map(1000)
     assert buffer.append(b"last", NO_ASQN, 1) == Ref(1, 256, 1)  # generation 2^64-2: the next could need 2^64
     assert buffer.append(b"none", NO_ASQN, 1) == INDEXES_USED_UP
 
@@ -203,8 +241,9 @@ def test_mapped_buffer_refuses_an_append_whose_generation_would_not_fit(make: An
 @pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
 def test_mapping_that_does_not_cover_the_records_is_refused(make: Any) -> None:
     buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
+    buffer.bind(OperationLog(), 3, 1, 0, False)
     with pytest.raises(ValueError, match="cover"):
-        buffer.map(OperationLog(), 3, 999, 1, 0)
+        buffer.map(999)
 
 
 def test_compiled_mapping_stores_the_bytes_the_reference_mapping_does(tmp_path: Any) -> None:
@@ -216,10 +255,11 @@ def test_compiled_mapping_stores_the_bytes_the_reference_mapping_does(tmp_path: 
         fd = os.open(path, os.O_RDWR)
         try:
             buffer = make(Ref, 2, 256, 10, NO_ASQN, 0, 4096, 2**64 - 1, 1 << 20)
-            buffer.map(None, fd, 4096, 41, 0)
+            buffer.bind(None, fd, 41, 0, False)
+            buffer.map(4096)
             refs = [buffer.append(b"x" * n, n * 3 if n % 2 else NO_ASQN, 1000 + n) for n in range(5)]
             seen = os.pread(fd, 4096, 0)  # the page cache the mapping shares: no sync yet
-            published = buffer.commit(None, fd, 41, 0, True, False, True)
+            published = buffer.commit(True, True)
         finally:
             os.close(fd)
         images.append((refs, published, seen, path.read_bytes()))
@@ -236,10 +276,11 @@ def test_mapped_buffer_leaves_the_slot_of_the_durable_generation_until_a_sync(ma
     """Generation 1 is durable (slot 1): 2 goes to slot 0, then 4, 6 overwrite it; after a sync, 7 goes to slot 1."""
     fs = OperationLog()
     buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 1000, 2**64 - 1, 1 << 20)
-    buffer.map(fs, 3, 1000, 1, 0)
+    buffer.bind(fs, 3, 1, 0, False)
+    buffer.map(1000)
     for n in range(3):
         buffer.append(b"%d" % n, NO_ASQN, 10)
-    buffer.commit(None, 3, 1, 0, True, False, False)
+    buffer.commit(True, False)
     buffer.append(b"after the sync", NO_ASQN, 11)
     slots = [
         (operation[3], int.from_bytes(operation[2][:8], "big"))
@@ -247,3 +288,76 @@ def test_mapped_buffer_leaves_the_slot_of_the_durable_generation_until_a_sync(ma
         if operation[0] == "pwrite" and operation[3] in (96, 144)
     ]
     assert slots == [(96, 2), (96, 4), (96, 6), (144, 7)]
+
+
+class SlowSyncs(OperationLog):
+    """Syncs that take a while, as a disk's do, and fail from the ``fail_from``-th on."""
+
+    def __init__(self, fail_from: int | None = None) -> None:
+        super().__init__()
+        self.fail_from = fail_from
+        self.syncs = 0
+
+    def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
+        self.syncs += 1
+        time.sleep(0.002)
+        if self.fail_from is not None and self.syncs >= self.fail_from:
+            raise OSError(5, "injected sync failure")
+        super().pwrite_synced(fd, data, offset)
+
+
+def append_and_wait(buffer: Any, thread: int, count: int, outcomes: list[Any]) -> None:
+    for n in range(count):
+        ref = buffer.append(b"%d:%d" % (thread, n), NO_ASQN, 10)
+        if not isinstance(ref, Ref):
+            outcomes.append(("code", ref))
+            return
+        try:
+            outcomes.append(("done", ref.index, buffer.commit_through(ref.index)))
+        except OSError as exc:
+            outcomes.append(("failed", ref.index, str(exc)))
+            return
+
+
+def appenders_in_threads(make: Any, fs: SlowSyncs, threads: int) -> tuple[Any, list[Any]]:
+    """``threads`` appenders of 40 records each, waiting for their commits in the group commit of a new buffer."""
+    buffer = make(Ref, 1, 256, 1, NO_ASQN, 0, 2**64 - 1, 2**64 - 1, 1 << 20)
+    buffer.bind(fs, 3, 1, 0, False)
+    buffer.group(threading.RLock(), SYNC_RECORDS, 1 << 30, 0.002, False)
+    outcomes: list[Any] = []
+    running = [threading.Thread(target=append_and_wait, args=(buffer, t, 40, outcomes)) for t in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join(timeout=60)
+    assert all(not thread.is_alive() for thread in running)
+    return buffer, outcomes
+
+
+@pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
+def test_group_commit_returns_each_appender_once_its_record_is_committed_in_shared_batches(make: Any) -> None:
+    """Eight appenders: every record committed before its appender returns, in far fewer syncs than records,
+    the batches written one after the other in index order."""
+    fs = SlowSyncs()
+    buffer, outcomes = appenders_in_threads(make, fs, 8)
+    assert sorted(outcome[1] for outcome in outcomes) == list(range(1, 321))
+    assert {outcome[2] for outcome in outcomes} == {None}
+    assert buffer.committed()[2] == 321
+    writes = [operation for operation in fs.operations if operation[0] == "pwrite_synced"]
+    assert len(writes) < 160  # shared: fewer than one sync per two records
+    offsets = [operation[3] for operation in writes]
+    ends = [operation[3] + len(operation[2]) for operation in writes]
+    assert offsets == [256, *ends[:-1]]
+
+
+@pytest.mark.parametrize("make", [PureRecordBuffer, compiled_buffer], ids=["pure", "compiled"])
+def test_a_failed_group_commit_fails_every_appender_waiting_for_it(make: Any) -> None:
+    """The third batch's sync fails: its leader and followers raise, none hangs, nothing later is taken."""
+    fs = SlowSyncs(fail_from=3)
+    buffer, outcomes = appenders_in_threads(make, fs, 4)
+    committed = buffer.committed()[2]
+    failed = [outcome for outcome in outcomes if outcome[0] == "failed"]
+    assert failed and all("injected sync failure" in outcome[2] for outcome in failed)
+    assert all(outcome[1] >= committed for outcome in failed)  # no record reported failed was published
+    assert all(outcome[1] < committed for outcome in outcomes if outcome[0] == "done")
+    assert buffer.append(b"after", NO_ASQN, 11) == CLOSED

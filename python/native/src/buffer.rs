@@ -17,10 +17,10 @@ use std::os::fd::FromRawFd;
 use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple, PyType};
@@ -73,16 +73,30 @@ struct State {
     /// When the oldest record in `bytes` was appended.
     oldest: Option<Instant>,
     closed: bool,
-    /// Mapped: where each append publishes at once, and the generation it last published.
+    /// Bound: the segment commits go to (-1: not bound), and the file system object they go through
+    /// (None: the file itself).
+    fd: i32,
+    fs: Option<Py<PyAny>>,
+    strict: bool,
+    /// Mapped: where each append publishes at once.
     mapped: Option<Target>,
+    /// The active generation, and the newest one known durable with its commit offset: the slot of the
+    /// durable one is not written until a newer one is (W-42).
     generation: u64,
-    /// The newest generation known durable: its slot is not written until a newer one is (W-42).
     synced_generation: u64,
+    synced_offset: u64,
     next_log_number: u32,
+    /// The state of the active generation, as published.
+    committed: Published,
+    /// Mapped: the generation the last commit reported, or the bound one.
+    reported_generation: u64,
+    /// A batch syncs the whole file, not its records alone, once its commit point is this far beyond
+    /// the durable slot's.
+    full_sync_bytes: u64,
 }
 
 impl State {
-    /// The commit state of the active generation, as a mapped buffer publishes it.
+    /// The commit state after the records taken so far.
     fn published(&self) -> Published {
         (
             self.generation,
@@ -92,6 +106,45 @@ impl State {
             self.last_timestamp_us,
         )
     }
+}
+
+/// Group commit (`PureRecordBuffer.commit_through`): appenders waiting for their commit, and the one
+/// leading it.
+struct Group {
+    state: Mutex<GroupState>,
+    /// Followers wait on it for their commit.
+    batching: Condvar,
+    /// The gathering leader waits on it for the records of its batch.
+    gathered: Condvar,
+}
+
+struct GroupState {
+    /// The writer's lock, held by the leader while it commits; None: `group` was not called.
+    io_lock: Option<Py<PyAny>>,
+    batch_sync: u8,
+    group_delay: Duration,
+    whole_delay: bool,
+    leading: bool,
+    /// Every index below is committed.
+    committed_next: u64,
+    /// One past the highest index an appender waits for.
+    waiting_next: u64,
+    /// Records the gathering leader waits for; 0: none is gathering, or it waits the whole delay.
+    gather_target: u64,
+    last_batch: u64,
+    last_commit: Duration,
+    closed: bool,
+    /// Why a commit failed: its followers raise it too.
+    failure: Option<String>,
+}
+
+/// What an appender waiting in `commit_through` does next.
+enum Turn {
+    Committed,
+    Closed,
+    Failed(String),
+    /// Lead the next batch; the committed index before it.
+    Lead(u64),
 }
 
 /// Where a mapped buffer's stores go: a shared mapping of the segment, or the writer's file system
@@ -205,6 +258,7 @@ pub struct RecordBuffer {
     /// Bytes the buffer holds before an append asks for a commit first.
     buffer_bytes: usize,
     state: Mutex<State>,
+    group: Group,
 }
 
 fn now_us() -> i64 {
@@ -278,47 +332,112 @@ impl RecordBuffer {
                 last_timestamp_us,
                 oldest: None,
                 closed: false,
+                fd: -1,
+                fs: None,
+                strict: false,
                 mapped: None,
                 generation: 0,
                 synced_generation: 0,
+                synced_offset: start,
                 next_log_number: 0,
+                committed: (0, start, next_index, last_asqn, last_timestamp_us),
+                reported_generation: 0,
+                full_sync_bytes: 0,
             }),
+            group: Group {
+                state: Mutex::new(GroupState {
+                    io_lock: None,
+                    batch_sync: SYNC_NONE,
+                    group_delay: Duration::ZERO,
+                    whole_delay: false,
+                    leading: false,
+                    committed_next: next_index,
+                    waiting_next: next_index,
+                    gather_target: 0,
+                    last_batch: 0,
+                    last_commit: Duration::ZERO,
+                    closed: false,
+                    failure: None,
+                }),
+                batching: Condvar::new(),
+                gathered: Condvar::new(),
+            },
         })
     }
 
-    /// `PureRecordBuffer.map`: from now on each append publishes at once, through a shared mapping of
-    /// the first `length` bytes of `fd` (`fs` None) or through `fs.pwrite`; `generation` and
-    /// `next_log_number` are those of the active slot, which the caller has synced.
-    #[pyo3(signature = (fs, fd, length, generation, next_log_number, /))]
-    fn map(
+    /// `PureRecordBuffer.bind`: commit to `fd` through `fs` (None: the file itself) from the active
+    /// slot of `generation` and `next_log_number`, which the caller has made durable; `strict`: sync
+    /// after each publication too.
+    #[pyo3(signature = (fs, fd, generation, next_log_number, strict, /))]
+    fn bind(
         &self,
         py: Python<'_>,
         fs: Option<&Bound<'_, PyAny>>,
         fd: i32,
-        length: u64,
         generation: u64,
         next_log_number: u32,
+        strict: bool,
+    ) {
+        let mut state = self.lock_state(py);
+        state.fs = fs.map(|fs| fs.clone().unbind());
+        state.fd = fd;
+        state.next_log_number = next_log_number;
+        state.strict = strict;
+        state.generation = generation;
+        state.synced_generation = generation;
+        state.reported_generation = generation;
+        state.synced_offset = state.start;
+        state.committed = state.published();
+    }
+
+    /// `PureRecordBuffer.group`: let appenders wait for their commit (`commit_through`).
+    #[pyo3(signature = (io_lock, batch_sync, full_sync_bytes, group_delay, whole_delay, /))]
+    fn group(
+        &self,
+        py: Python<'_>,
+        io_lock: &Bound<'_, PyAny>,
+        batch_sync: u8,
+        full_sync_bytes: u64,
+        group_delay: f64,
+        whole_delay: bool,
     ) -> PyResult<()> {
+        if !matches!(batch_sync, SYNC_NONE | SYNC_FILE | SYNC_RECORDS) {
+            return Err(PyValueError::new_err(format!(
+                "sync {batch_sync} is not one of SYNC_NONE, SYNC_FILE, SYNC_RECORDS"
+            )));
+        }
+        let group_delay = Duration::try_from_secs_f64(group_delay)
+            .map_err(|_| PyValueError::new_err("group_delay must be a duration of seconds"))?;
+        self.lock_state(py).full_sync_bytes = full_sync_bytes;
+        let mut group = self.lock_group();
+        group.io_lock = Some(io_lock.clone().unbind());
+        group.batch_sync = batch_sync;
+        group.group_delay = group_delay;
+        group.whole_delay = whole_delay;
+        Ok(())
+    }
+
+    /// `PureRecordBuffer.map`: from now on each append publishes at once, through a shared mapping of
+    /// the bound segment's first `length` bytes (or, bound to a file system object, through its `pwrite`).
+    #[pyo3(signature = (length, /))]
+    fn map(&self, py: Python<'_>, length: u64) -> PyResult<()> {
         if length < self.end_limit || length < SLOTS_END {
             return Err(PyValueError::new_err(
                 "the mapping must cover the header and every record",
             ));
         }
         let mut state = self.lock_state(py);
-        if !state.bytes.is_empty() || state.mapped.is_some() {
-            return Err(PyValueError::new_err("map a buffer before its first append, once"));
+        if !state.bytes.is_empty() || state.mapped.is_some() || state.fd < 0 {
+            return Err(PyValueError::new_err("map a bound buffer before its first append, once"));
         }
-        state.mapped = Some(match fs {
+        state.mapped = Some(match &state.fs {
             None => Target::Memory(Mapping::new(
-                fd,
+                state.fd,
                 usize::try_from(length).unwrap_or(usize::MAX),
                 usize::try_from(state.start).unwrap_or(usize::MAX),
             )?),
-            Some(fs) => Target::Calls(fs.clone().unbind(), fd),
+            Some(fs) => Target::Calls(fs.clone_ref(py), state.fd),
         });
-        state.generation = generation;
-        state.synced_generation = generation;
-        state.next_log_number = next_log_number;
         Ok(())
     }
 
@@ -331,32 +450,8 @@ impl RecordBuffer {
         asqn: &Bound<'_, PyAny>,
         now_us: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        // Exactly bytes and int, as the reference asks: a subclass (bool among them) is checked in Python.
-        let plain_clock = now_us.is_none() || now_us.is_exact_instance_of::<PyInt>();
-        let (Ok(payload), true, true) = (
-            payload.cast_exact::<PyBytes>(),
-            asqn.is_exact_instance_of::<PyInt>(),
-            plain_clock,
-        ) else {
-            return Ok(CHECK_ARGUMENTS.into_pyobject(py)?.into_any().unbind());
-        };
-        let (Ok(asqn), Ok(clock)) = (asqn.extract::<i64>(), now_us.extract::<Option<i64>>()) else {
-            return Ok(CHECK_ARGUMENTS.into_pyobject(py)?.into_any().unbind());
-        };
-        let payload = payload.as_bytes();
-        if payload.len() > MAX_PAYLOAD_SIZE || asqn < NO_ASQN {
-            return Ok(CHECK_ARGUMENTS.into_pyobject(py)?.into_any().unbind());
-        }
-        let placed = {
-            let mut state = self.lock_state(py);
-            let placed = self.place(&mut state, payload, asqn, clock);
-            if placed.is_ok() && state.mapped.is_some() {
-                self.publish_mapped(py, &mut state)?;
-            }
-            placed
-        };
-        match placed {
-            Ok((offset, index)) => Ok(self.new_ref(py, [self.log, offset, index])?.unbind()),
+        match self.append_record(py, payload, asqn, now_us)? {
+            Ok((placed, _)) => Ok(placed.unbind()),
             Err(code) => Ok(code.into_pyobject(py)?.into_any().unbind()),
         }
     }
@@ -365,76 +460,52 @@ impl RecordBuffer {
     /// last asqn, last timestamp)`; the buffer is then empty. `close`: later appends get `CLOSED`.
     #[pyo3(signature = (close, /))]
     fn take<'py>(&self, py: Python<'py>, close: bool) -> (Bound<'py, PyBytes>, u64, u64, i64, i64) {
-        let mut state = self.lock_state(py);
-        let records = PyBytes::new(py, &state.bytes);
-        let taken = u64::try_from(state.bytes.len()).unwrap_or(u64::MAX);
-        state.start = state.start.saturating_add(taken);
-        state.bytes.clear();
-        state.oldest = None;
-        state.closed |= close;
-        if state.closed {
-            state.mapped = None;
-        }
-        (
-            records,
-            state.start,
-            state.next_index,
-            state.last_asqn,
-            state.last_timestamp_us,
-        )
-    }
-
-    /// `PureRecordBuffer.commit`: write what the buffer holds at the commit point, make it durable as
-    /// `sync` says (`SYNC_*`), publish generation `generation + 1` (slot, then mirror fields), sync again when
-    /// `strict`; return what was published, or None when the buffer held nothing (a `sync` still
-    /// syncs). `fs` None: straight to `fd`, the interpreter released during each call; otherwise
-    /// through `fs.pwrite`, `fs.pwrite_synced` and `fs.fdatasync`. A failure closes the buffer (W-19).
-    #[pyo3(signature = (fs, fd, generation, next_log_number, sync, strict, close, /))]
-    #[allow(clippy::too_many_arguments)]
-    fn commit(
-        &self,
-        py: Python<'_>,
-        fs: Option<&Bound<'_, PyAny>>,
-        fd: i32,
-        generation: u64,
-        next_log_number: u32,
-        sync: u8,
-        strict: bool,
-        close: bool,
-    ) -> PyResult<Option<Published>> {
-        if !matches!(sync, SYNC_NONE | SYNC_FILE | SYNC_RECORDS) {
-            return Err(PyValueError::new_err(format!("sync {sync} is not one of SYNC_NONE, SYNC_FILE, SYNC_RECORDS")));
-        }
-        let (records, start, published) = {
+        let taken = {
             let mut state = self.lock_state(py);
-            if state.mapped.is_some() {
-                return Self::commit_mapped(py, &mut state, generation, sync != SYNC_NONE, close);
-            }
-            let records = std::mem::take(&mut state.bytes);
-            let start = state.start;
-            state.start = start.saturating_add(u64::try_from(records.len()).unwrap_or(u64::MAX));
+            let records = PyBytes::new(py, &state.bytes);
+            let taken = u64::try_from(state.bytes.len()).unwrap_or(u64::MAX);
+            state.start = state.start.saturating_add(taken);
+            state.bytes.clear();
             state.oldest = None;
             state.closed |= close;
-            let published = (
-                generation.saturating_add(1),
+            if state.closed {
+                state.mapped = None;
+            }
+            (
+                records,
                 state.start,
                 state.next_index,
                 state.last_asqn,
                 state.last_timestamp_us,
-            );
-            (records, start, published)
+            )
         };
-        let io = match fs {
-            // SAFETY: `fd` is the writer's open segment, which outlives this call; ManuallyDrop
-            // keeps the File from closing it.
-            None => Io::Direct(ManuallyDrop::new(unsafe { File::from_raw_fd(fd) })),
-            Some(fs) => Io::Calls(fs, fd),
-        };
-        let done = self.write_and_publish(py, &io, &records, start, published, next_log_number, sync, strict);
-        if done.is_err() {
-            self.lock_state(py).closed = true;
+        if close {
+            self.settle(0, true, None);
         }
-        done.map(|()| (!records.is_empty()).then_some(published))
+        taken
+    }
+
+    /// `PureRecordBuffer.commit`: write what the buffer holds at the commit point, sync the file before
+    /// publishing when `sync`, publish the next generation (slot, then mirror fields), sync again when
+    /// bound `strict`; return what was published, or None when the buffer held nothing (a `sync` still
+    /// syncs). Bound to no file system object: straight to the file, the interpreter released during
+    /// each call. A failure closes the buffer (W-19).
+    #[pyo3(signature = (sync, close, /))]
+    fn commit(&self, py: Python<'_>, sync: bool, close: bool) -> PyResult<Option<Published>> {
+        self.commit_batch(py, if sync { SYNC_FILE } else { SYNC_NONE }, close)
+    }
+
+    /// The state of the active generation: generation, commit offset, next index, last asqn, last timestamp.
+    fn committed(&self, py: Python<'_>) -> Published {
+        self.lock_state(py).committed
+    }
+
+    /// `PureRecordBuffer.commit_through`: return once the record `index` is committed, leading the
+    /// commit of a batch if nobody is; `CLOSED` if the buffer closed without committing it. Appenders
+    /// wait without the interpreter; the leader holds it only to take the writer's lock.
+    #[pyo3(signature = (index, /))]
+    fn commit_through(&self, py: Python<'_>, index: u64) -> PyResult<Option<u8>> {
+        self.wait_for_commit(py, index)
     }
 
     /// The bytes buffered.
@@ -560,6 +631,218 @@ fn write_synced(file: &File, data: &[u8], offset: u64) -> std::io::Result<()> {
 }
 
 impl RecordBuffer {
+    /// Encode one record: its ref and index, or a code saying what the caller must do first.
+    fn append_record<'py>(
+        &self,
+        py: Python<'py>,
+        payload: &Bound<'py, PyAny>,
+        asqn: &Bound<'py, PyAny>,
+        now_us: &Bound<'py, PyAny>,
+    ) -> PyResult<Result<(Bound<'py, PyAny>, u64), u8>> {
+        // Exactly bytes and int, as the reference asks: a subclass (bool among them) is checked in Python.
+        let plain_clock = now_us.is_none() || now_us.is_exact_instance_of::<PyInt>();
+        let (Ok(payload), true, true) = (
+            payload.cast_exact::<PyBytes>(),
+            asqn.is_exact_instance_of::<PyInt>(),
+            plain_clock,
+        ) else {
+            return Ok(Err(CHECK_ARGUMENTS));
+        };
+        let (Ok(asqn), Ok(clock)) = (asqn.extract::<i64>(), now_us.extract::<Option<i64>>()) else {
+            return Ok(Err(CHECK_ARGUMENTS));
+        };
+        let payload = payload.as_bytes();
+        if payload.len() > MAX_PAYLOAD_SIZE || asqn < NO_ASQN {
+            return Ok(Err(CHECK_ARGUMENTS));
+        }
+        let placed = {
+            let mut state = self.lock_state(py);
+            let placed = self.place(&mut state, payload, asqn, clock);
+            if placed.is_ok() && state.mapped.is_some() {
+                self.publish_mapped(py, &mut state)?;
+            }
+            placed
+        };
+        match placed {
+            Ok((offset, index)) => Ok(Ok((self.new_ref(py, [self.log, offset, index])?, index))),
+            Err(code) => Ok(Err(code)),
+        }
+    }
+
+    /// The group commit's state, locked. It is never held while waiting for the interpreter.
+    fn lock_group(&self) -> MutexGuard<'_, GroupState> {
+        self.group.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A commit ended, or the buffer closed: wake the appenders waiting for theirs.
+    fn settle(&self, committed_next: u64, closed: bool, failure: Option<String>) {
+        let mut group = self.lock_group();
+        group.committed_next = group.committed_next.max(committed_next);
+        group.closed |= closed || failure.is_some();
+        if group.failure.is_none() {
+            group.failure = failure;
+        }
+        self.group.batching.notify_all();
+    }
+
+    /// `PureRecordBuffer._commit`: one batch, its records made durable as `sync` (`SYNC_*`) says.
+    fn commit_batch(&self, py: Python<'_>, sync: u8, close: bool) -> PyResult<Option<Published>> {
+        let (records, offset, generation, published, sync, io, strict, next_log_number) = {
+            let mut state = self.lock_state(py);
+            if state.fd < 0 {
+                return Err(PyValueError::new_err("bind the buffer to its segment before a commit"));
+            }
+            if state.mapped.is_some() {
+                return Self::commit_mapped(py, &mut state, sync != SYNC_NONE, close);
+            }
+            let (generation, offset) = (state.generation, state.start);
+            let records = std::mem::take(&mut state.bytes);
+            state.start = offset.saturating_add(u64::try_from(records.len()).unwrap_or(u64::MAX));
+            state.oldest = None;
+            state.closed |= close;
+            // A whole-file sync now and then bounds how far readers fall back, and recovery walks, after
+            // a power loss.
+            let sync = if sync == SYNC_RECORDS && offset.saturating_sub(state.synced_offset) >= state.full_sync_bytes {
+                SYNC_FILE
+            } else {
+                sync
+            };
+            // W-42: publishing over an active generation not yet durable (no sync, or one of the records
+            // alone), skip one, so that the slot of the newest durable generation stays as it is.
+            let skip = u64::from(sync != SYNC_FILE && generation != state.synced_generation);
+            let next = match generation.checked_add(skip.saturating_add(1)) {
+                Some(next) => next,
+                None if records.is_empty() => generation,
+                None => {
+                    state.closed = true;
+                    return Err(PyOverflowError::new_err("the commit generation is used up"));
+                }
+            };
+            let published = (next, state.start, state.next_index, state.last_asqn, state.last_timestamp_us);
+            let io = state.fs.as_ref().map(|fs| fs.clone_ref(py));
+            (records, offset, generation, published, sync, (io, state.fd), state.strict, state.next_log_number)
+        };
+        let (fs, fd) = io;
+        let io = match &fs {
+            // SAFETY: `fd` is the writer's open segment, which outlives this call; ManuallyDrop
+            // keeps the File from closing it.
+            None => Io::Direct(ManuallyDrop::new(unsafe { File::from_raw_fd(fd) })),
+            Some(fs) => Io::Calls(fs.bind(py), fd),
+        };
+        if let Err(error) = self.write_and_publish(py, &io, &records, offset, published, next_log_number, sync, strict) {
+            self.lock_state(py).closed = true;
+            let why = error
+                .value(py)
+                .str()
+                .map_or_else(|_| String::from("the commit failed"), |why| why.to_string());
+            self.settle(0, true, Some(why));
+            return Err(error);
+        }
+        {
+            let mut state = self.lock_state(py);
+            if sync == SYNC_FILE {
+                // The step 8 sync made the active slot durable.
+                state.synced_generation = generation;
+                state.synced_offset = offset;
+            }
+            if !records.is_empty() {
+                state.generation = published.0;
+                state.committed = published;
+                if strict {
+                    state.synced_generation = published.0;
+                    state.synced_offset = published.1;
+                }
+            }
+        }
+        self.settle(published.2, close, None);
+        Ok((!records.is_empty()).then_some(published))
+    }
+
+    /// `PureRecordBuffer.commit_through`.
+    fn wait_for_commit(&self, py: Python<'_>, index: u64) -> PyResult<Option<u8>> {
+        let (io_lock, batch_sync) = {
+            let group = self.lock_group();
+            let Some(io_lock) = group.io_lock.as_ref() else {
+                return Err(PyValueError::new_err("the buffer commits no groups: call group() first"));
+            };
+            (io_lock.clone_ref(py), group.batch_sync)
+        };
+        loop {
+            match py.detach(|| self.take_turn(index)) {
+                Turn::Committed => return Ok(None),
+                Turn::Closed => return Ok(Some(CLOSED)),
+                Turn::Failed(why) => return Err(PyOSError::new_err((libc::EIO, why))),
+                Turn::Lead(before) => {
+                    let started = Instant::now();
+                    let done = io_lock.call_method0(py, "acquire").and_then(|_| {
+                        let committed = self.commit_batch(py, batch_sync, false);
+                        let released = io_lock.call_method0(py, "release");
+                        committed.and(released)
+                    });
+                    let mut group = self.lock_group();
+                    group.leading = false;
+                    group.last_batch = group.committed_next.saturating_sub(before);
+                    group.last_commit = started.elapsed();
+                    self.group.batching.notify_all();
+                    drop(group);
+                    done?;
+                }
+            }
+        }
+    }
+
+    /// Without the interpreter: wait until the record `index` is committed, or lead the next batch,
+    /// gathering it first (`_group_commit.gathering`: the same rule as the reference's).
+    fn take_turn(&self, index: u64) -> Turn {
+        let mut group = self.lock_group();
+        group.waiting_next = group.waiting_next.max(index.saturating_add(1));
+        if group.gather_target > 0 && group.waiting_next.saturating_sub(group.committed_next) >= group.gather_target {
+            self.group.gathered.notify_one(); // only the leader, and only once it has what it waits for
+        }
+        loop {
+            if group.committed_next > index {
+                return Turn::Committed;
+            }
+            if let Some(why) = &group.failure {
+                return Turn::Failed(why.clone());
+            }
+            if group.closed {
+                return Turn::Closed;
+            }
+            if !group.leading {
+                group.leading = true;
+                break;
+            }
+            group = self.group.batching.wait(group).unwrap_or_else(PoisonError::into_inner);
+        }
+        let plan = if group.whole_delay {
+            Some((group.group_delay, 0))
+        } else if group.last_batch > 1 {
+            Some((group.last_commit.min(group.group_delay), group.last_batch))
+        } else {
+            None
+        };
+        if let Some((delay, target)) = plan {
+            let now = Instant::now();
+            let deadline = now.checked_add(delay).unwrap_or(now);
+            group.gather_target = target;
+            while target == 0 || group.waiting_next.saturating_sub(group.committed_next) < target {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                group = self
+                    .group
+                    .gathered
+                    .wait_timeout(group, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            group.gather_target = 0;
+        }
+        Turn::Lead(group.committed_next)
+    }
+
     /// The state, locked. A mapped buffer calls the file system object under this lock, which needs
     /// the interpreter: a thread that has to wait for it waits without holding the interpreter.
     fn lock_state(&self, py: Python<'_>) -> MutexGuard<'_, State> {
@@ -601,19 +884,15 @@ impl RecordBuffer {
         state.bytes.clear();
         if done.is_err() {
             state.closed = true;
+        } else {
+            state.committed = published;
         }
         done
     }
 
     /// `commit` of a mapped buffer: everything is published already; sync the mapping when `sync`,
-    /// unmap it when `close`, and return the state published since generation `generation`, if any.
-    fn commit_mapped(
-        py: Python<'_>,
-        state: &mut State,
-        generation: u64,
-        sync: bool,
-        close: bool,
-    ) -> PyResult<Option<Published>> {
+    /// unmap it when `close`, and return the state published since the last commit, if any.
+    fn commit_mapped(py: Python<'_>, state: &mut State, sync: bool, close: bool) -> PyResult<Option<Published>> {
         state.closed |= close;
         let published = state.published();
         let synced = match (&state.mapped, sync) {
@@ -629,7 +908,8 @@ impl RecordBuffer {
         if state.closed {
             state.mapped = None;
         }
-        synced.map(|()| (published.0 > generation).then_some(published))
+        let reported = std::mem::replace(&mut state.reported_generation, state.generation);
+        synced.map(|()| (published.0 > reported).then_some(published))
     }
 
     /// A `Ref` of `fields`, made as `tuple.__new__` makes an instance of a tuple subclass.
@@ -695,7 +975,8 @@ impl RecordBuffer {
         if state.bytes.len() >= self.buffer_bytes {
             return Err(FLUSH_FIRST);
         }
-        if state.next_index == u64::MAX || (state.mapped.is_some() && state.generation >= u64::MAX - 1) {
+        // A commit may publish two generations above the active one (W-42).
+        if state.next_index == u64::MAX || (state.fd >= 0 && state.generation >= u64::MAX - 1) {
             return Err(INDEXES_USED_UP);
         }
         if asqn != NO_ASQN && asqn <= state.last_asqn {
@@ -723,30 +1004,35 @@ impl RecordBuffer {
     }
 }
 
-/// `Writer.append` of a writer whose appends return at once (the process and mmap modes): the buffer's
-/// append, called without a Python frame; any code it returns goes to the writer's own path, `slow`.
+/// `Writer.append` of a writer with the compiled buffer: the buffer's append, called without a Python
+/// frame, then (where appends wait for their commit) the buffer's group commit. Any code the append
+/// returns goes to the writer's own path, `slow`; a commit that failed or did not happen, to `settle`.
 #[pyclass(frozen, module = "openbinlog._native")]
 pub struct Appender {
     /// The writer's buffer of the moment: a cutover gives the writer a new one.
     buffer: Mutex<Py<RecordBuffer>>,
     slow: Py<PyAny>,
+    /// None: appends return at once (the process and mmap modes). Otherwise `settle(ref, error)`, called
+    /// when the commit of `ref` failed (`error`) or the buffer closed before it (`error` None).
+    settle: Option<Py<PyAny>>,
 }
 
 #[pymethods]
 impl Appender {
     #[new]
-    #[pyo3(signature = (buffer, slow, /))]
-    fn new(buffer: Py<RecordBuffer>, slow: Py<PyAny>) -> Self {
+    #[pyo3(signature = (buffer, slow, settle, /))]
+    fn new(buffer: Py<RecordBuffer>, slow: Py<PyAny>, settle: Option<Py<PyAny>>) -> Self {
         Self {
             buffer: Mutex::new(buffer),
             slow,
+            settle,
         }
     }
 
     /// Append to `buffer` from now on.
     #[pyo3(signature = (buffer, /))]
     fn use_buffer(&self, buffer: Py<RecordBuffer>) {
-        *self.buffer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = buffer;
+        *self.buffer.lock().unwrap_or_else(PoisonError::into_inner) = buffer;
     }
 
     /// Append one record (`Writer.append(payload, *, asqn=-1)`); return its ref.
@@ -770,15 +1056,18 @@ impl Appender {
                 }
             },
         };
-        let buffer = self
-            .buffer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone_ref(py);
-        let result = buffer.get().append(py, payload, &asqn, &py.None().into_bound(py))?;
-        if result.bind(py).is_exact_instance_of::<PyInt>() {
-            return self.slow.call1(py, (payload, asqn));
+        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).clone_ref(py);
+        let (placed, index) = match buffer.get().append_record(py, payload, &asqn, &py.None().into_bound(py))? {
+            Ok(placed) => placed,
+            Err(_) => return self.slow.call1(py, (payload, asqn)),
+        };
+        let Some(settle) = &self.settle else {
+            return Ok(placed.unbind());
+        };
+        match buffer.get().wait_for_commit(py, index) {
+            Ok(None) => Ok(placed.unbind()),
+            Ok(Some(_)) => settle.call1(py, (placed, py.None())),
+            Err(error) => settle.call1(py, (placed, error.into_value(py))),
         }
-        Ok(result)
     }
 }

@@ -34,7 +34,6 @@ from logtools import FaultyFileSystem
 import openbinlog._maintenance as maintenance
 from openbinlog import BinlogError, Reader, Writer, _accel, verify
 from openbinlog import _buffer as buffer_module
-from openbinlog import _buffered as buffered_module
 from openbinlog import _commit as commit_module
 from openbinlog import _cutover as cutover_module
 from openbinlog import _fs as fs_module
@@ -678,16 +677,17 @@ def test_w42_records_synced_alone_then_published_over_the_durable_slot_is_caught
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A synchronized write of the records leaves the active slot unsynced: the mutant publishes g+1 anyway.
+    monkeypatch.setattr(_accel, "RecordBuffer", None)
     options = {"exclusive": True}
     reference = record(tmp_path / "reference", EXCLUSIVE_STEPS, **options)
     assert_clean(checked(tmp_path / "s1", "exclusive records alone", options, reference, "P1", cap=16))
     mutate(
         monkeypatch,
-        buffered_module.BufferedMixin,
-        "_commit_buffer_locked",
+        PureRecordBuffer,
+        "_commit",
         (
-            "if how != SYNC_FILE and base != self._synced_generation",
-            "if how == SYNC_NONE and base != self._synced_generation",
+            "if sync == SYNC_FILE or generation == self._synced_generation",
+            "if sync != SYNC_NONE or generation == self._synced_generation",
         ),
     )
     trace = record(tmp_path / "recorded", EXCLUSIVE_STEPS, **options)
