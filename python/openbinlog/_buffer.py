@@ -309,6 +309,8 @@ class PureRecordBuffer:
         if self._mapped:
             return self._commit_mapped(sync=sync != SYNC_NONE, close=close)
         with self._mutex:
+            if self._closed:
+                return None  # closed by an earlier commit, a failure or the writer's close: nothing to do
             generation, offset = self._generation, self._start
             records, end, next_index, last_asqn, last_timestamp_us = self._take_locked(close=close)
             if sync == SYNC_RECORDS and offset - self._synced_offset >= self._full_sync_bytes:

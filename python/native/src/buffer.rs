@@ -553,45 +553,67 @@ fn encode_mirror(offset: u64, log: u32, next_log_number: u32) -> [u8; 18] {
     mirror
 }
 
-/// Where a commit's writes and syncs go: straight to the file, or through the writer's file system
-/// object (the tests record and crash its operations), in the same order.
+/// The writes and syncs of a commit, in the order the protocol makes them.
+trait Ops {
+    fn pwrite(&self, data: &[u8], offset: u64) -> PyResult<()>;
+    /// Write `data` at `offset` and return once those bytes are durable, without syncing the rest of
+    /// the file (`RWF_DSYNC`); where the kernel lacks it, a write and a sync of the whole file.
+    fn pwrite_synced(&self, data: &[u8], offset: u64) -> PyResult<()>;
+    fn fdatasync(&self) -> PyResult<()>;
+}
+
+/// Straight to the file: a whole commit runs without the interpreter, which is released once for it
+/// rather than around each call (a release per call cost more than the slot's write itself).
+struct Direct<'a>(&'a File);
+
+impl Ops for Direct<'_> {
+    fn pwrite(&self, data: &[u8], offset: u64) -> PyResult<()> {
+        Ok(self.0.write_all_at(data, offset)?)
+    }
+
+    fn pwrite_synced(&self, data: &[u8], offset: u64) -> PyResult<()> {
+        Ok(write_synced(self.0, data, offset)?)
+    }
+
+    fn fdatasync(&self) -> PyResult<()> {
+        Ok(self.0.sync_data()?)
+    }
+}
+
+/// Through the writer's file system object (the tests record and crash its operations), or the stores
+/// of a mapped buffer.
 enum Io<'a, 'py> {
-    Direct(ManuallyDrop<File>),
     Calls(&'a Bound<'py, PyAny>, i32),
     Memory(&'a Mapping),
 }
 
-impl Io<'_, '_> {
-    fn pwrite(&self, py: Python<'_>, data: &[u8], offset: u64) -> PyResult<()> {
+impl Ops for Io<'_, '_> {
+    fn pwrite(&self, data: &[u8], offset: u64) -> PyResult<()> {
         match self {
-            Self::Direct(file) => Ok(py.detach(|| file.write_all_at(data, offset))?),
             Self::Calls(fs, fd) => fs
-                .call_method1("pwrite", (*fd, PyBytes::new(py, data), offset))
+                .call_method1("pwrite", (*fd, PyBytes::new(fs.py(), data), offset))
                 .map(|_| ()),
             Self::Memory(mapping) => Ok(mapping.store(data, offset)?),
         }
     }
 
-    /// Write `data` at `offset` and return once those bytes are durable, without syncing the rest of
-    /// the file (`RWF_DSYNC`); where the kernel lacks it, a write and a sync of the whole file.
-    fn pwrite_synced(&self, py: Python<'_>, data: &[u8], offset: u64) -> PyResult<()> {
+    fn pwrite_synced(&self, data: &[u8], offset: u64) -> PyResult<()> {
         match self {
-            Self::Direct(file) => Ok(py.detach(|| write_synced(file, data, offset))?),
             Self::Calls(fs, fd) => fs
-                .call_method1("pwrite_synced", (*fd, PyBytes::new(py, data), offset))
+                .call_method1("pwrite_synced", (*fd, PyBytes::new(fs.py(), data), offset))
                 .map(|_| ()),
             Self::Memory(_) => {
-                self.pwrite(py, data, offset)?;
-                self.fdatasync(py)
+                self.pwrite(data, offset)?;
+                self.fdatasync()
             }
         }
     }
 
-    fn fdatasync(&self, py: Python<'_>) -> PyResult<()> {
+    fn fdatasync(&self) -> PyResult<()> {
         match self {
-            Self::Direct(file) => Ok(py.detach(|| file.sync_data())?),
             Self::Calls(fs, fd) => fs.call_method1("fdatasync", (*fd,)).map(|_| ()),
-            Self::Memory(mapping) => Ok(py.detach(|| mapping.sync())?),
+            // A mapped append publishes without a sync; `commit_mapped` syncs, releasing the interpreter.
+            Self::Memory(mapping) => Ok(mapping.sync()?),
         }
     }
 }
@@ -695,6 +717,9 @@ impl RecordBuffer {
             if state.mapped.is_some() {
                 return Self::commit_mapped(py, &mut state, sync != SYNC_NONE, close);
             }
+            if state.closed {
+                return Ok(None); // closed by an earlier commit, a failure or the writer's close: nothing to do
+            }
             let (generation, offset) = (state.generation, state.start);
             let records = std::mem::take(&mut state.bytes);
             state.start = offset.saturating_add(u64::try_from(records.len()).unwrap_or(u64::MAX));
@@ -723,13 +748,20 @@ impl RecordBuffer {
             (records, offset, generation, published, sync, (io, state.fd), state.strict, state.next_log_number)
         };
         let (fs, fd) = io;
-        let io = match &fs {
-            // SAFETY: `fd` is the writer's open segment, which outlives this call; ManuallyDrop
-            // keeps the File from closing it.
-            None => Io::Direct(ManuallyDrop::new(unsafe { File::from_raw_fd(fd) })),
-            Some(fs) => Io::Calls(fs.bind(py), fd),
+        let done = match &fs {
+            None => {
+                // SAFETY: `fd` is the writer's open segment, which outlives this call; ManuallyDrop
+                // keeps the File from closing it.
+                let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+                let direct = Direct(&file);
+                py.detach(|| self.write_and_publish(&direct, &records, offset, published, next_log_number, sync, strict))
+            }
+            Some(fs) => {
+                let calls = Io::Calls(fs.bind(py), fd);
+                self.write_and_publish(&calls, &records, offset, published, next_log_number, sync, strict)
+            }
         };
-        if let Err(error) = self.write_and_publish(py, &io, &records, offset, published, next_log_number, sync, strict) {
+        if let Err(error) = done {
             self.lock_state(py).closed = true;
             let why = error
                 .value(py)
@@ -873,11 +905,11 @@ impl RecordBuffer {
         let done = match &state.mapped {
             Some(Target::Memory(mapping)) => {
                 let io = Io::Memory(mapping);
-                self.write_and_publish(py, &io, records, start, published, state.next_log_number, SYNC_NONE, false)
+                self.write_and_publish(&io, records, start, published, state.next_log_number, SYNC_NONE, false)
             }
             Some(Target::Calls(fs, fd)) => {
                 let io = Io::Calls(fs.bind(py), *fd);
-                self.write_and_publish(py, &io, records, start, published, state.next_log_number, SYNC_NONE, false)
+                self.write_and_publish(&io, records, start, published, state.next_log_number, SYNC_NONE, false)
             }
             None => Ok(()),
         };
@@ -933,8 +965,7 @@ impl RecordBuffer {
     #[allow(clippy::too_many_arguments)]
     fn write_and_publish(
         &self,
-        py: Python<'_>,
-        io: &Io<'_, '_>,
+        io: &impl Ops,
         records: &[u8],
         start: u64,
         published: Published,
@@ -943,13 +974,13 @@ impl RecordBuffer {
         strict: bool,
     ) -> PyResult<()> {
         if sync == SYNC_RECORDS && !records.is_empty() {
-            io.pwrite_synced(py, records, start)?;
+            io.pwrite_synced(records, start)?;
         } else {
             if !records.is_empty() {
-                io.pwrite(py, records, start)?;
+                io.pwrite(records, start)?;
             }
             if sync != SYNC_NONE {
-                io.fdatasync(py)?;
+                io.fdatasync()?;
             }
         }
         if records.is_empty() {
@@ -959,11 +990,11 @@ impl RecordBuffer {
             .get(usize::from(published.0 % 2 == 1))
             .copied()
             .unwrap_or(SLOT_OFFSETS[0]);
-        io.pwrite(py, &encode_slot(published, next_log_number), slot_at)?;
+        io.pwrite(&encode_slot(published, next_log_number), slot_at)?;
         let log = u32::try_from(self.log).unwrap_or(u32::MAX);
-        io.pwrite(py, &encode_mirror(published.1, log, next_log_number), MIRROR_OFFSET)?;
+        io.pwrite(&encode_mirror(published.1, log, next_log_number), MIRROR_OFFSET)?;
         if strict {
-            io.fdatasync(py)?;
+            io.fdatasync()?;
         }
         Ok(())
     }
