@@ -104,6 +104,8 @@ class BufferedMixin(WriterBase):
         if self.durability in _PUBLISH_UNSYNCED or self._sync_records_alone:
             # W-42 counts from a durable active slot: the one read at open may be a crashed writer's, unsynced.
             self._fs.fdatasync(segment.fd)
+        if self._sync_records_alone:
+            self._fs.cache_pages_apart(segment.fd, commit.commit_offset)
         buffer.bind(self._buffer_fs, segment.fd, commit.generation, commit.next_log_number, self.durability == "strict")
         if self._waits_for_commit:
             batch_sync = SYNC_RECORDS if self._sync_records_alone else SYNC_FILE

@@ -24,6 +24,8 @@ _UNLOCK_WHOLE = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
 _OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
 _RWF_DSYNC: int | None = getattr(os, "RWF_DSYNC", None)  # Linux 4.7 and later
+_PAGE = 4096
+_CACHE_AHEAD = 1 << 20  # the record pages read back, page by page, beyond the commit point
 
 
 class FileSystem(Protocol):
@@ -34,6 +36,7 @@ class FileSystem(Protocol):
     def pread(self, fd: int, size: int, offset: int) -> bytes: ...
     def pwrite(self, fd: int, data: bytes, offset: int) -> None: ...
     def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None: ...
+    def cache_pages_apart(self, fd: int, offset: int) -> None: ...
     def truncate(self, fd: int, size: int) -> None: ...
     def fdatasync(self, fd: int) -> None: ...
     def fsync_dir(self, path: str) -> None: ...
@@ -166,6 +169,25 @@ class OsFileSystem:
                 raise OSError(errno.EIO, "pwritev wrote nothing")
             view = view[written:]
             offset += written
+
+    def cache_pages_apart(self, fd: int, offset: int) -> None:
+        """Cache the segment's header page, and the pages from ``offset`` on, one page each, its other pages not
+        at all: for a writer whose records are synchronized writes from ``offset`` on (spec 6.2, step 8).
+
+        Writeback writes whole folios: where the file was written or read in large pieces (its zeros, a
+        tail check), the page cache holds it in folios of up to megabytes, and a synchronized write of a
+        record then also writes every dirty block of the record's folio, the header's slot among them, which
+        costs a synchronized write a fifth of its rate. The segment must be synced: only clean pages are
+        dropped. A hint only: where the system has none, nothing changes but the speed.
+        """
+        advise = getattr(os, "posix_fadvise", None)
+        if advise is None:
+            return
+        advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        # Read back as single pages (a hinted read allocates the smallest folios), before a reader's
+        # readahead could bring them back in large ones.
+        advise(fd, 0, _PAGE, os.POSIX_FADV_WILLNEED)
+        advise(fd, offset & ~(_PAGE - 1), _CACHE_AHEAD, os.POSIX_FADV_WILLNEED)
 
     def truncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)

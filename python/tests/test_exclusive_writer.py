@@ -373,6 +373,24 @@ def test_exclusive_writer_skips_the_checks_of_each_batch_after_its_first(log_dir
     assert {"lock", "unlock", "exists", "pread"} <= set(shared)
 
 
+def test_writer_syncing_records_alone_caches_each_segment_page_by_page_once_it_is_synced(log_dir: Path) -> None:
+    """Records synced alone: at open and at each new segment, after the sync, the header page and the record pages
+    are cached apart (a record's synchronized write would otherwise write the header page's dirty slot too)."""
+
+    def calls(**options: Any) -> list[str]:
+        fs = CountingFileSystem()
+        with Writer(log_dir / str(len(options)), fs=fs, **options) as writer:
+            writer.append(b"first segment")
+            writer.cutover()
+            writer.append(b"second segment")
+        return [name for name in fs.calls if name in ("fdatasync", "cache_pages_apart")]
+
+    alone = calls(exclusive=True, preallocate=1 << 16)
+    assert alone.count("cache_pages_apart") == 2
+    assert all(alone[at - 1] == "fdatasync" for at, name in enumerate(alone) if name == "cache_pages_apart")
+    assert "cache_pages_apart" not in calls(exclusive=False, preallocate=1 << 16, durability="sync")
+
+
 @pytest.mark.spec("W-41")
 def test_mmap_mode_publishes_each_append_before_it_returns(log_dir: Path, buffer_kind: str) -> None:
     """No flush: a reader in this process and one in another see every record whose append returned."""
