@@ -58,9 +58,10 @@ conformance: $(STAMP) ksy go-impl
 	bash conformance/implementations/kaitai/build.sh
 	$(VENV)/bin/binlog conformance run --impl all --xfail conformance/xfail.txt --out build/conformance
 
-# Larger crash-injection workloads (several minutes); the default ones run in `make test`.
+# The long runs (several minutes): larger crash-injection workloads, and every decision mutant on every
+# conformance case; `make test` runs the default workloads, and each mutant on the cases that pin it.
 crash-full: $(STAMP)
-	$(VENV)/bin/pytest -q python/tests/crash --full
+	$(VENV)/bin/pytest -q python/tests/crash python/tests/conformance/test_decision_mutants.py --full
 
 unit: $(STAMP) ksy go-impl
 	$(VENV)/bin/pytest -q

@@ -75,12 +75,18 @@ def run_mutants(
     timeout: float = 10.0,
     jobs: int | None = None,
     progress: Callable[[MutantResult], None] | None = None,
+    pinned_only: bool = False,
 ) -> list[MutantResult]:
-    """Run every case against each mutant, ``jobs`` mutants at a time (default: one per processor)."""
+    """Run every case against each mutant, ``jobs`` mutants at a time (default: one per processor).
+
+    ``pinned_only``: each mutant on the cases that pin it alone, which decide whether it is caught and pinned;
+    a mutant that crashes on another case is then not seen.
+    """
 
     def one(mutant: Mutant) -> MutantResult:
         impl = Implementation([sys.executable, str(testee), mutant.name], mutant.name)
-        outcome = run([impl], Filters(), manifest=manifest, timeout=timeout).implementations[0].results
+        cases = Filters(case_globs=tuple(mutant.pinned_by)) if pinned_only else Filters()
+        outcome = run([impl], cases, manifest=manifest, timeout=timeout).implementations[0].results
         failed = {result.id: result.kind for result in outcome if result.status == "failed"}
         return MutantResult(
             mutant,

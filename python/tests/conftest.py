@@ -1,9 +1,24 @@
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 from logtools import log_dir
 
 __all__ = ["log_dir"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="the long runs: larger crash workloads, denser nested crashes, every decision mutant on every case",
+    )
+
+
+@pytest.fixture(scope="session")
+def full_run(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--full"))
 
 # Shared machines are noisy: no per-example deadlines; CI draws the same examples each run.
 settings.register_profile(

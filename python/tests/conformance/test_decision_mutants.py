@@ -27,8 +27,9 @@ def mutants() -> list[Mutant]:
 
 
 @pytest.fixture(scope="module")
-def results(mutants: list[Mutant], manifest: Manifest) -> list[MutantResult]:
-    return run_mutants(TESTEE, mutants, manifest=manifest)
+def results(mutants: list[Mutant], manifest: Manifest, full_run: bool) -> list[MutantResult]:
+    """Each mutant on the cases that pin it; with ``--full``, on every case (a mutant that crashes anywhere)."""
+    return run_mutants(TESTEE, mutants, manifest=manifest, pinned_only=not full_run)
 
 
 def test_every_decision_names_its_section_its_two_readings_and_the_cases_that_pin_it(
@@ -50,6 +51,17 @@ def test_every_decision_mutant_fails_the_cases_that_pin_it(results: list[MutantR
     broken = {result.mutant.name: result.broken[:3] for result in results if result.broken}
     assert not broken, f"mutants that crash or break the protocol instead of answering: {broken}"
     assert score(results).endswith(f"{len(results)}/{len(results)} (100%)")
+
+
+def test_a_run_on_pinning_cases_only_runs_each_mutant_on_the_cases_that_pin_it(
+    mutants: list[Mutant], manifest: Manifest
+) -> None:
+    # The mutant caught by the most cases beyond those that pin it: a run on them all would see more.
+    everywhere = run_mutants(TESTEE, mutants[:8], manifest=manifest)
+    widest = max(everywhere, key=lambda result: len(set(result.caught_by) - set(result.mutant.pinned_by)))
+    assert set(widest.caught_by) - set(widest.mutant.pinned_by)
+    (pinned,) = run_mutants(TESTEE, [widest.mutant], manifest=manifest, pinned_only=True)
+    assert sorted(pinned.caught_by) == sorted(widest.mutant.pinned_by)
 
 
 def test_a_mutant_that_changes_nothing_survives_and_fails_the_command(tmp_path: Path) -> None:

@@ -1,13 +1,8 @@
-"""Crash-injection options and the summary of states checked.
-
-``--full`` runs larger workloads and samples nested crashes more densely;
-pass it with this folder on the command line (``pytest python/tests/crash
---full``) so that pytest loads this file before it parses options.
-"""
+"""The summary of crash states checked, and ``--full`` (the root conftest's option) as the crash tests read it:
+larger workloads, nested crashes sampled more densely."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -15,22 +10,6 @@ import pytest
 from .summary import CrashSummary
 
 SUMMARY_KEY = pytest.StashKey[CrashSummary]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    # Another conftest may have registered --full already: then share it.
-    with contextlib.suppress(ValueError):
-        parser.addoption(
-            "--full",
-            action="store_true",
-            default=False,
-            help="crash injection: larger workloads, denser sampling of nested crashes (slow)",
-        )
-
-
-@pytest.fixture(scope="session")
-def full_crash_run(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--full", default=False))
 
 
 @pytest.fixture(scope="session")

@@ -57,13 +57,13 @@ def assert_no_violations(results: dict[str, ModelResult]) -> None:
 
 
 def check_small_workload(
-    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool, label: str
+    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_run: bool, label: str
 ) -> None:
     started = time.monotonic()
     trace = record(tmp_path, workload)
     start = trace.mark_position(workload.start_mark) if workload.start_mark else 0
     assert start is not None
-    checker = CrashChecker(tmp_path / "scratch", workload.name, workload.writer_options, sampling(full_crash_run))
+    checker = CrashChecker(tmp_path / "scratch", workload.name, workload.writer_options, sampling(full_run))
     checker.run(trace, workload.models, start=start)
     crash_summary.add_all(label, checker.results)
     crash_summary.timed(label, time.monotonic() - started)
@@ -73,9 +73,9 @@ def check_small_workload(
 
 @pytest.mark.parametrize("workload", SMALL, ids=lambda w: w.name)
 def test_every_crash_state_of_a_small_workload_keeps_every_invariant(
-    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool
+    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_run: bool
 ) -> None:
-    check_small_workload(workload, tmp_path, crash_summary, full_crash_run, workload.name)
+    check_small_workload(workload, tmp_path, crash_summary, full_run, workload.name)
 
 
 @pytest.mark.parametrize("workload", EXCLUSIVE_WORKLOADS, ids=lambda w: w.name)
@@ -84,11 +84,11 @@ def test_every_crash_state_of_an_exclusive_workload_with_the_pure_buffer_keeps_e
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     crash_summary: CrashSummary,
-    full_crash_run: bool,
+    full_run: bool,
 ) -> None:
     """The exclusive writer encodes in its record buffer: the compiled one above, the reference here."""
     monkeypatch.setattr(_accel, "RecordBuffer", None)
-    check_small_workload(workload, tmp_path, crash_summary, full_crash_run, f"{workload.name} (pure buffer)")
+    check_small_workload(workload, tmp_path, crash_summary, full_run, f"{workload.name} (pure buffer)")
 
 
 @pytest.mark.parametrize("buffer", ["compiled", "pure"])
@@ -109,13 +109,13 @@ def test_power_loss_in_the_mmap_mode_keeps_every_flushed_record_and_reports_dama
 
 
 def test_large_workload_under_sector_tearing_keeps_every_invariant(
-    tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool
+    tmp_path: Path, crash_summary: CrashSummary, full_run: bool
 ) -> None:
     started = time.monotonic()
     workload = large_workload(60)
     trace = record(tmp_path, workload)
-    checker = CrashChecker(tmp_path / "scratch", workload.name, workload.writer_options, sampling(full_crash_run))
-    checker.run(trace, ("P0", "P2") if not full_crash_run else MODELS)
+    checker = CrashChecker(tmp_path / "scratch", workload.name, workload.writer_options, sampling(full_run))
+    checker.run(trace, ("P0", "P2") if not full_run else MODELS)
     # Whole 4 KiB pages, old or new: what a file system that writes pages, not sectors, can leave.
     pages = CrashChecker(tmp_path / "pages", workload.name, workload.writer_options)
     pages.run(trace, ("P2",), granularity=PAGE)

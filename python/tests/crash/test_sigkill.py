@@ -263,10 +263,10 @@ def _report(campaigns: list[Campaign], label: str, crash_summary: CrashSummary, 
 
 @pytest.mark.parametrize("writeback", [False, True], ids=["page-cache", "write-back"])
 def test_sigkill_at_random_moments_loses_no_acknowledged_record(
-    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_crash_run: bool
+    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_run: bool
 ) -> None:
     started = time.monotonic()
-    logs, children = (40, 15) if full_crash_run else (10, 11)
+    logs, children = (40, 15) if full_run else (10, 11)
     campaigns = run_campaigns(tmp_path, writeback=writeback, logs=logs, children=children, seed=7 + writeback)
     label = "SIGKILL write-back (power loss)" if writeback else "SIGKILL page cache (process crash)"
     phases = _report(campaigns, label, crash_summary, started)
@@ -278,11 +278,11 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
 @pytest.mark.spec("W-40")
 @pytest.mark.parametrize("writeback", [False, True], ids=["page-cache", "write-back"])
 def test_sigkill_of_process_mode_writers_loses_no_flushed_record(
-    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_crash_run: bool
+    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_run: bool
 ) -> None:
     """The process mode: a record is acknowledged once a flush() after it returned; those survive every kill."""
     started = time.monotonic()
-    logs, children = (20, 15) if full_crash_run else (6, 10)
+    logs, children = (20, 15) if full_run else (6, 10)
     campaigns = run_campaigns(
         tmp_path, writeback=writeback, logs=logs, children=children, seed=11 + writeback, durability="process"
     )
@@ -295,12 +295,12 @@ def test_sigkill_of_process_mode_writers_loses_no_flushed_record(
 @pytest.mark.spec("W-13", "W-42")
 @pytest.mark.parametrize("writeback", [False, True], ids=["page-cache", "write-back"])
 def test_sigkill_of_exclusive_writers_loses_no_acknowledged_record(
-    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_crash_run: bool
+    tmp_path: Path, writeback: bool, crash_summary: CrashSummary, full_run: bool
 ) -> None:
     """Exclusive writers sync each batch's records alone and publish over their unsynced slot: in the write-back
     model (a power loss at the kill) a synchronized write hands over its own bytes and nothing else."""
     started = time.monotonic()
-    logs, children = (20, 15) if full_crash_run else (6, 10)
+    logs, children = (20, 15) if full_run else (6, 10)
     campaigns = run_campaigns(tmp_path, writeback=writeback, logs=logs, children=children, seed=31, exclusive=True)
     label = "SIGKILL exclusive writer, " + ("write-back (power loss)" if writeback else "page cache")
     phases = _report(campaigns, label, crash_summary, started)
@@ -310,12 +310,12 @@ def test_sigkill_of_exclusive_writers_loses_no_acknowledged_record(
 
 @pytest.mark.spec("W-41")
 def test_sigkill_of_mmap_mode_writers_loses_no_append_that_returned(
-    tmp_path: Path, crash_summary: CrashSummary, full_crash_run: bool
+    tmp_path: Path, crash_summary: CrashSummary, full_run: bool
 ) -> None:
     """The mmap mode survives a process crash: every append that returned is there, flushed or not. Kills land
     anywhere in the stores of the real mapping, or at chosen operations of stores made through the file system."""
     started = time.monotonic()
-    logs, children = (20, 15) if full_crash_run else (6, 10)
+    logs, children = (20, 15) if full_run else (6, 10)
     campaigns = run_campaigns(tmp_path, writeback=False, logs=logs, children=children, seed=23, durability="mmap")
     phases = _report(campaigns, "SIGKILL mmap mode, page cache", crash_summary, started)
     assert sum(phases.values()) == logs * children

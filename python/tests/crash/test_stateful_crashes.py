@@ -221,10 +221,10 @@ class CrashMachine(RuleBasedStateMachine):
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def test_stateful_appends_cutovers_failing_syncs_and_crashes(crash_summary: CrashSummary, full_crash_run: bool) -> None:
+def test_stateful_appends_cutovers_failing_syncs_and_crashes(crash_summary: CrashSummary, full_run: bool) -> None:
     started = time.monotonic()
     CrashMachine.checked = ModelResult()
-    examples, steps = (400, 40) if full_crash_run else (100, 30)
+    examples, steps = (400, 40) if full_run else (100, 30)
     run_state_machine_as_test(
         CrashMachine,
         settings=settings(
