@@ -71,6 +71,7 @@ Published = tuple[int, int, int, int, int]
 
 class RecordBuffer(Protocol):
     def bind(self, fs: FileSystem | None, fd: int, generation: int, next_log_number: int, strict: bool, /) -> None: ...
+    def write_behind(self) -> None: ...
     def group(
         self, io_lock: Lock, batch_sync: int, full_sync_bytes: int, group_delay: float, whole_delay: bool, /
     ) -> None: ...
@@ -104,6 +105,9 @@ class _MappedFile:
     def pwrite_synced(self, fd: int, data: bytes, offset: int) -> None:
         self.pwrite(fd, data, offset)
         self.fdatasync(fd)
+
+    def start_writeback(self, fd: int, offset: int, length: int) -> None:
+        """Never called: a mapped buffer publishes without committing, and never writes behind."""
 
     def fdatasync(self, fd: int) -> None:
         self._map.flush()
@@ -161,6 +165,7 @@ class PureRecordBuffer:
         self._synced_offset = 0
         self._next_log_number = 0
         self._strict = False
+        self._write_behind = False
         self._committed: Published = (0, start, next_index, last_asqn, last_timestamp_us)
         self._mapping: _MappedFile | None = None  # mapped: each append publishes at once, through it
         self._mapped = False
@@ -192,6 +197,11 @@ class PureRecordBuffer:
             self._generation = self._synced_generation = self._reported_generation = generation
             self._synced_offset = self._start
             self._committed = (generation, self._start, self._next_index, self._last_asqn, self._last_timestamp_us)
+
+    def write_behind(self) -> None:
+        """From now on, a commit that does not sync starts the writeback of its records (``start_writeback``), so
+        that the sync of a later ``flush()`` or ``close()`` finds less to write (the ``process`` mode)."""
+        self._write_behind = True
 
     def group(
         self, io_lock: Lock, batch_sync: int, full_sync_bytes: int, group_delay: float, whole_delay: bool, /
@@ -330,6 +340,8 @@ class PureRecordBuffer:
             _write_and_publish(io, self._fd, records, end, published, self._log, self._next_log_number, sync=sync)
             if records and self._strict:
                 io.fdatasync(self._fd)
+            if records and self._write_behind and sync == SYNC_NONE:
+                io.start_writeback(self._fd, offset, len(records))
         except BaseException as exc:
             with self._mutex:
                 self._closed = True

@@ -107,6 +107,8 @@ class BufferedMixin(WriterBase):
         if self._sync_records_alone:
             self._fs.cache_pages_apart(segment.fd, commit.commit_offset)
         buffer.bind(self._buffer_fs, segment.fd, commit.generation, commit.next_log_number, self.durability == "strict")
+        if self.durability == "process":  # the sync of flush() and close() then finds less to write
+            buffer.write_behind()
         if self._waits_for_commit:
             batch_sync = SYNC_RECORDS if self._sync_records_alone else SYNC_FILE
             if self.durability == "os":

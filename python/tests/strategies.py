@@ -169,13 +169,15 @@ mapped_slots = st.tuples(
     st.sampled_from([0, 4]),
 )
 # What a buffer is bound to (bind and group): the active slot's generation and next log number, strict, how each
-# batch of the group commit syncs (none, the file, the records alone) and how far apart it syncs the whole file.
+# batch of the group commit syncs (none, the file, the records alone), how far apart it syncs the whole file, and
+# whether an unsynced commit starts the writeback of its records.
 buffer_bindings = st.tuples(
     st.one_of(st.integers(min_value=0, max_value=1000), st.integers(min_value=2**64 - 8, max_value=2**64 - 1)),
     st.sampled_from([0, 4]),
     st.booleans(),
     st.sampled_from([SYNC_NONE, SYNC_FILE, SYNC_RECORDS]),
     st.sampled_from([0, 100, 1 << 20]),
+    st.booleans(),
 )
 # Commits between a buffer's operations: None (no commit there), "through" (the group commit of the last record
 # appended, led by the caller), or a commit's sync and close.

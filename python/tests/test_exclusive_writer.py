@@ -83,6 +83,34 @@ def test_process_mode_commits_a_full_buffer_without_being_asked(log_dir: Path, b
     assert [ref for ref, _ in read_all(log_dir)] == refs  # close commits the rest
 
 
+def test_process_mode_starts_the_writeback_of_each_commit_it_does_not_sync(log_dir: Path, buffer_kind: str) -> None:
+    """A full buffer's commit starts writing its records to the disk (so close()'s sync finds less to do);
+    flush() syncs instead, and starts nothing."""
+
+    class Writebacks(OsFileSystem):
+        def __init__(self) -> None:
+            self.records: list[tuple[int, int]] = []
+            self.started: list[tuple[int, int]] = []
+
+        def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+            super().pwrite(fd, data, offset)
+            if offset >= HEADER_SIZE:
+                self.records.append((offset, len(data)))
+
+        def start_writeback(self, fd: int, offset: int, length: int) -> None:
+            super().start_writeback(fd, offset, length)
+            self.started.append((offset, length))
+
+    fs = Writebacks()
+    with Writer(log_dir, durability="process", buffer_bytes=1000, flush_interval=3600, fs=fs) as writer:
+        for _ in range(30):
+            writer.append(bytes(100))
+        assert fs.started and fs.started == fs.records  # each commit for size, its own range
+        writer.flush()
+        assert fs.started == fs.records[:-1]  # the flush's commit: synced, not written behind
+    assert len(read_all(log_dir)) == 30
+
+
 def test_process_mode_commits_a_buffer_whose_records_waited_flush_interval(log_dir: Path, buffer_kind: str) -> None:
     with Writer(log_dir, durability="process", flush_interval=0.02) as writer:
         ref = writer.append(b"waits a little")

@@ -62,11 +62,16 @@ class OperationLog:
     def fdatasync(self, fd: int) -> None:
         self.operations.append(("fdatasync", fd))
 
+    def start_writeback(self, fd: int, offset: int, length: int) -> None:
+        self.operations.append(("start_writeback", fd, offset, length))
 
-def bind(buffer: Any, fs: Any, binding: tuple[int, int, bool, int, int], fd: int = 7) -> None:
-    generation, next_log_number, strict, batch_sync, full_sync_bytes = binding
+
+def bind(buffer: Any, fs: Any, binding: tuple[int, int, bool, int, int, bool], fd: int = 7) -> None:
+    generation, next_log_number, strict, batch_sync, full_sync_bytes, write_behind = binding
     buffer.bind(fs, fd, generation, next_log_number, strict)
     buffer.group(threading.RLock(), batch_sync, full_sync_bytes, 0.0, False)
+    if write_behind:
+        buffer.write_behind()
 
 
 def drive(buffer: Any, operations: list[Any], commits: list[Any], fs: OperationLog) -> list[Any]:
@@ -105,7 +110,7 @@ def run(call: Any, *arguments: Any) -> Any:
 @given(buffer_states, buffer_bindings, buffer_operations, buffer_commits)
 def test_compiled_buffer_returns_the_reference_refs_codes_and_bytes(
     state: tuple[int, int, int, int, int, int, int],
-    binding: tuple[int, int, bool, int, int],
+    binding: tuple[int, int, bool, int, int, bool],
     operations: list[Any],
     commits: list[Any],
 ) -> None:
@@ -176,7 +181,7 @@ def test_compiled_commit_writes_the_file_itself_as_the_reference_does(tmp_path: 
         fd = os.open(path, os.O_RDWR)
         try:
             buffer = make(Ref, 2, 256, 10, NO_ASQN, 0, 2**64 - 1, 2**64 - 1, 1 << 20)
-            bind(buffer, None, (41, 0, True, sync, 1 << 20), fd)
+            bind(buffer, None, (41, 0, True, sync, 1 << 20, False), fd)
             refs = [buffer.append(b"x" * n, n * 3 if n % 2 else NO_ASQN, 1000 + n) for n in range(5)]
             assert buffer.commit_through(refs[-1].index) is None
             published = buffer.committed()

@@ -86,6 +86,7 @@ ORDER = (
     "S4.exclusive",
     "S5",
     "S6",
+    "S6.ceiling",
 )
 
 

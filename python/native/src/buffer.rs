@@ -78,6 +78,8 @@ struct State {
     fd: i32,
     fs: Option<Py<PyAny>>,
     strict: bool,
+    /// An unsynced commit starts the writeback of its records (`write_behind`).
+    write_behind: bool,
     /// Mapped: where each append publishes at once.
     mapped: Option<Target>,
     /// The active generation, and the newest one known durable with its commit offset: the slot of the
@@ -335,6 +337,7 @@ impl RecordBuffer {
                 fd: -1,
                 fs: None,
                 strict: false,
+                write_behind: false,
                 mapped: None,
                 generation: 0,
                 synced_generation: 0,
@@ -388,6 +391,12 @@ impl RecordBuffer {
         state.reported_generation = generation;
         state.synced_offset = state.start;
         state.committed = state.published();
+    }
+
+    /// `PureRecordBuffer.write_behind`: from now on, a commit that does not sync starts the writeback of its
+    /// records.
+    fn write_behind(&self, py: Python<'_>) {
+        self.lock_state(py).write_behind = true;
     }
 
     /// `PureRecordBuffer.group`: let appenders wait for their commit (`commit_through`).
@@ -560,6 +569,26 @@ trait Ops {
     /// the file (`RWF_DSYNC`); where the kernel lacks it, a write and a sync of the whole file.
     fn pwrite_synced(&self, data: &[u8], offset: u64) -> PyResult<()>;
     fn fdatasync(&self) -> PyResult<()>;
+    /// Start writing `data`, written at `offset`, to the disk, without waiting (`sync_file_range`).
+    fn start_writeback(&self, data: &[u8], offset: u64) -> PyResult<()>;
+}
+
+/// How a commit makes its records durable: step 8's sync (`SYNC_*`), step 10's, and whether an unsynced
+/// commit starts the writeback of its records.
+#[derive(Clone, Copy)]
+struct Commit {
+    sync: u8,
+    strict: bool,
+    write_behind: bool,
+}
+
+impl Commit {
+    /// A mapped append's publication: stores, no sync.
+    const PUBLISH: Self = Self {
+        sync: SYNC_NONE,
+        strict: false,
+        write_behind: false,
+    };
 }
 
 /// Straight to the file: a whole commit runs without the interpreter, which is released once for it
@@ -577,6 +606,17 @@ impl Ops for Direct<'_> {
 
     fn fdatasync(&self) -> PyResult<()> {
         Ok(self.0.sync_data()?)
+    }
+
+    fn start_writeback(&self, data: &[u8], offset: u64) -> PyResult<()> {
+        use std::os::fd::AsRawFd;
+        let at = libc::off64_t::try_from(offset).map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
+        let length = libc::off64_t::try_from(data.len()).map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
+        // SAFETY: a plain system call on the writer's open segment.
+        if unsafe { libc::sync_file_range(self.0.as_raw_fd(), at, length, libc::SYNC_FILE_RANGE_WRITE) } != 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        Ok(())
     }
 }
 
@@ -614,6 +654,13 @@ impl Ops for Io<'_, '_> {
             Self::Calls(fs, fd) => fs.call_method1("fdatasync", (*fd,)).map(|_| ()),
             // A mapped append publishes without a sync; `commit_mapped` syncs, releasing the interpreter.
             Self::Memory(mapping) => Ok(mapping.sync()?),
+        }
+    }
+
+    fn start_writeback(&self, data: &[u8], offset: u64) -> PyResult<()> {
+        match self {
+            Self::Calls(fs, fd) => fs.call_method1("start_writeback", (*fd, offset, data.len())).map(|_| ()),
+            Self::Memory(_) => Ok(()), // a mapped buffer never writes behind
         }
     }
 }
@@ -709,7 +756,7 @@ impl RecordBuffer {
 
     /// `PureRecordBuffer._commit`: one batch, its records made durable as `sync` (`SYNC_*`) says.
     fn commit_batch(&self, py: Python<'_>, sync: u8, close: bool) -> PyResult<Option<Published>> {
-        let (records, offset, generation, published, sync, io, strict, next_log_number) = {
+        let (records, offset, generation, published, how, io, next_log_number) = {
             let mut state = self.lock_state(py);
             if state.fd < 0 {
                 return Err(PyValueError::new_err("bind the buffer to its segment before a commit"));
@@ -745,7 +792,12 @@ impl RecordBuffer {
             };
             let published = (next, state.start, state.next_index, state.last_asqn, state.last_timestamp_us);
             let io = state.fs.as_ref().map(|fs| fs.clone_ref(py));
-            (records, offset, generation, published, sync, (io, state.fd), state.strict, state.next_log_number)
+            let how = Commit {
+                sync,
+                strict: state.strict,
+                write_behind: state.write_behind,
+            };
+            (records, offset, generation, published, how, (io, state.fd), state.next_log_number)
         };
         let (fs, fd) = io;
         let done = match &fs {
@@ -754,11 +806,11 @@ impl RecordBuffer {
                 // keeps the File from closing it.
                 let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
                 let direct = Direct(&file);
-                py.detach(|| self.write_and_publish(&direct, &records, offset, published, next_log_number, sync, strict))
+                py.detach(|| self.write_and_publish(&direct, &records, offset, published, next_log_number, how))
             }
             Some(fs) => {
                 let calls = Io::Calls(fs.bind(py), fd);
-                self.write_and_publish(&calls, &records, offset, published, next_log_number, sync, strict)
+                self.write_and_publish(&calls, &records, offset, published, next_log_number, how)
             }
         };
         if let Err(error) = done {
@@ -772,7 +824,7 @@ impl RecordBuffer {
         }
         {
             let mut state = self.lock_state(py);
-            if sync == SYNC_FILE {
+            if how.sync == SYNC_FILE {
                 // The step 8 sync made the active slot durable.
                 state.synced_generation = generation;
                 state.synced_offset = offset;
@@ -780,7 +832,7 @@ impl RecordBuffer {
             if !records.is_empty() {
                 state.generation = published.0;
                 state.committed = published;
-                if strict {
+                if how.strict {
                     state.synced_generation = published.0;
                     state.synced_offset = published.1;
                 }
@@ -905,11 +957,11 @@ impl RecordBuffer {
         let done = match &state.mapped {
             Some(Target::Memory(mapping)) => {
                 let io = Io::Memory(mapping);
-                self.write_and_publish(&io, records, start, published, state.next_log_number, SYNC_NONE, false)
+                self.write_and_publish(&io, records, start, published, state.next_log_number, Commit::PUBLISH)
             }
             Some(Target::Calls(fs, fd)) => {
                 let io = Io::Calls(fs.bind(py), *fd);
-                self.write_and_publish(&io, records, start, published, state.next_log_number, SYNC_NONE, false)
+                self.write_and_publish(&io, records, start, published, state.next_log_number, Commit::PUBLISH)
             }
             None => Ok(()),
         };
@@ -970,9 +1022,9 @@ impl RecordBuffer {
         start: u64,
         published: Published,
         next_log_number: u32,
-        sync: u8,
-        strict: bool,
+        how: Commit,
     ) -> PyResult<()> {
+        let Commit { sync, strict, write_behind } = how;
         if sync == SYNC_RECORDS && !records.is_empty() {
             io.pwrite_synced(records, start)?;
         } else {
@@ -995,6 +1047,9 @@ impl RecordBuffer {
         io.pwrite(&encode_mirror(published.1, log, next_log_number), MIRROR_OFFSET)?;
         if strict {
             io.fdatasync()?;
+        }
+        if write_behind && sync == SYNC_NONE {
+            io.start_writeback(records, start)?;
         }
         Ok(())
     }

@@ -50,10 +50,12 @@ def test_tiny_run_reports_every_bar_with_its_ratio_in_json_text_and_markdown(tmp
     ]
     assert all(row["bar"] is None and row["passed"] is None and row["ratio"] > 0 for row in info)
     # The machine's ceilings beside the write bars: measured in the same run, judged against nothing.
-    ceilings = [row for row in rows if row["id"] in ("S1.ceiling", "W1.ceiling", "W2.floor", "W3.floor")]
+    ceilings = [row for row in rows if row["id"] in ("S1.ceiling", "S6.ceiling", "W1.ceiling", "W2.floor", "W3.floor")]
     assert sorted((row["id"], row["record_size"]) for row in ceilings) == [
         ("S1.ceiling", 200),
         ("S1.ceiling", 1024),
+        ("S6.ceiling", 200),
+        ("S6.ceiling", 1024),
         ("W1.ceiling", 200),
         ("W1.ceiling", 1024),
         ("W2.floor", 200),

@@ -129,6 +129,20 @@ def bare_writes_then_sync(file: BaselineFile, record: bytes) -> Callable[[int], 
     return run
 
 
+def bare_one_write_then_sync(file: BaselineFile, record: bytes) -> Callable[[int], float]:
+    """``count`` records as one os.write, then one fdatasync: the disk's part of a process-mode run, nothing else
+    (the records are joined untimed)."""
+
+    def run(count: int) -> float:
+        data = record * count
+        start = time.perf_counter()
+        os.write(file.fd, data)
+        os.fdatasync(file.fd)
+        return time.perf_counter() - start
+
+    return run
+
+
 def protocol_syscalls(file: BaselineFile, record: bytes, lock_fd: int) -> Callable[[int], float]:
     """The system calls of one os-mode commit (spec 6.2) with no library code around them: lock,
     look for a successor, read the header, stat, write the record, write slot and mirror, unlock."""
