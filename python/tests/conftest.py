@@ -20,6 +20,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def full_run(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--full"))
 
+
 # Shared machines are noisy: no per-example deadlines; CI draws the same examples each run.
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
