@@ -123,6 +123,8 @@ struct Group {
 struct GroupState {
     /// The writer's lock, held by the leader while it commits; None: `group` was not called.
     io_lock: Option<Py<PyAny>>,
+    /// `_group_commit.gathering`: how long a leader waits for its batch, the reference's own rule.
+    gathering: Option<Py<PyAny>>,
     batch_sync: u8,
     group_delay: Duration,
     whole_delay: bool,
@@ -145,8 +147,8 @@ enum Turn {
     Committed,
     Closed,
     Failed(String),
-    /// Lead the next batch; the committed index before it.
-    Lead(u64),
+    /// Lead the next batch.
+    Lead,
 }
 
 /// Where a mapped buffer's stores go: a shared mapping of the segment, or the writer's file system
@@ -350,6 +352,7 @@ impl RecordBuffer {
             group: Group {
                 state: Mutex::new(GroupState {
                     io_lock: None,
+                    gathering: None,
                     batch_sync: SYNC_NONE,
                     group_delay: Duration::ZERO,
                     whole_delay: false,
@@ -417,9 +420,11 @@ impl RecordBuffer {
         }
         let group_delay = Duration::try_from_secs_f64(group_delay)
             .map_err(|_| PyValueError::new_err("group_delay must be a duration of seconds"))?;
+        let gathering = py.import("openbinlog._group_commit")?.getattr("gathering")?.unbind();
         self.lock_state(py).full_sync_bytes = full_sync_bytes;
         let mut group = self.lock_group();
         group.io_lock = Some(io_lock.clone().unbind());
+        group.gathering = Some(gathering);
         group.batch_sync = batch_sync;
         group.group_delay = group_delay;
         group.whole_delay = whole_delay;
@@ -844,29 +849,34 @@ impl RecordBuffer {
 
     /// `PureRecordBuffer.commit_through`.
     fn wait_for_commit(&self, py: Python<'_>, index: u64) -> PyResult<Option<u8>> {
-        let (io_lock, batch_sync) = {
+        let (io_lock, gathering, batch_sync) = {
             let group = self.lock_group();
-            let Some(io_lock) = group.io_lock.as_ref() else {
+            let (Some(io_lock), Some(gathering)) = (group.io_lock.as_ref(), group.gathering.as_ref()) else {
                 return Err(PyValueError::new_err("the buffer commits no groups: call group() first"));
             };
-            (io_lock.clone_ref(py), group.batch_sync)
+            (io_lock.clone_ref(py), gathering.clone_ref(py), group.batch_sync)
         };
         loop {
             match py.detach(|| self.take_turn(index)) {
                 Turn::Committed => return Ok(None),
                 Turn::Closed => return Ok(Some(CLOSED)),
                 Turn::Failed(why) => return Err(PyOSError::new_err((libc::EIO, why))),
-                Turn::Lead(before) => {
-                    let started = Instant::now();
-                    let done = io_lock.call_method0(py, "acquire").and_then(|_| {
-                        let committed = self.commit_batch(py, batch_sync, false);
-                        let released = io_lock.call_method0(py, "release");
-                        committed.and(released)
+                Turn::Lead => {
+                    let mut gathered = None;
+                    let done = self.gathering_plan(py, &gathering).and_then(|plan| {
+                        gathered = Some((py.detach(|| self.gather(plan)), Instant::now()));
+                        io_lock.call_method0(py, "acquire").and_then(|_| {
+                            let committed = self.commit_batch(py, batch_sync, false);
+                            let released = io_lock.call_method0(py, "release");
+                            committed.and(released)
+                        })
                     });
                     let mut group = self.lock_group();
                     group.leading = false;
-                    group.last_batch = group.committed_next.saturating_sub(before);
-                    group.last_commit = started.elapsed();
+                    if let Some((before, started)) = gathered {
+                        group.last_batch = group.committed_next.saturating_sub(before);
+                        group.last_commit = started.elapsed();
+                    }
                     self.group.batching.notify_all();
                     drop(group);
                     done?;
@@ -875,8 +885,7 @@ impl RecordBuffer {
         }
     }
 
-    /// Without the interpreter: wait until the record `index` is committed, or lead the next batch,
-    /// gathering it first (`_group_commit.gathering`: the same rule as the reference's).
+    /// Without the interpreter: wait until the record `index` is committed, or lead the next batch.
     fn take_turn(&self, index: u64) -> Turn {
         let mut group = self.lock_group();
         group.waiting_next = group.waiting_next.max(index.saturating_add(1));
@@ -899,14 +908,25 @@ impl RecordBuffer {
             }
             group = self.group.batching.wait(group).unwrap_or_else(PoisonError::into_inner);
         }
-        let plan = if group.whole_delay {
-            Some((group.group_delay, 0))
-        } else if group.last_batch > 1 {
-            Some((group.last_commit.min(group.group_delay), group.last_batch))
-        } else {
-            None
+        Turn::Lead
+    }
+
+    /// What `_group_commit.gathering` says the leader of the next batch waits for: seconds and records.
+    fn gathering_plan(&self, py: Python<'_>, gathering: &Py<PyAny>) -> PyResult<Option<(f64, u64)>> {
+        let (whole_delay, group_delay, last_batch, last_commit) = {
+            let group = self.lock_group();
+            let delay = group.group_delay.as_secs_f64();
+            (group.whole_delay, delay, group.last_batch, group.last_commit.as_secs_f64())
         };
-        if let Some((delay, target)) = plan {
+        gathering.call1(py, (whole_delay, group_delay, last_batch, last_commit))?.extract(py)
+    }
+
+    /// Without the interpreter: wait, as `plan` says, for the records of the batch this thread leads; return
+    /// the committed index before it.
+    fn gather(&self, plan: Option<(f64, u64)>) -> u64 {
+        let mut group = self.lock_group();
+        if let Some((seconds, target)) = plan {
+            let delay = Duration::try_from_secs_f64(seconds).unwrap_or(Duration::ZERO);
             let now = Instant::now();
             let deadline = now.checked_add(delay).unwrap_or(now);
             group.gather_target = target;
@@ -924,7 +944,7 @@ impl RecordBuffer {
             }
             group.gather_target = 0;
         }
-        Turn::Lead(group.committed_next)
+        group.committed_next
     }
 
     /// The state, locked. A mapped buffer calls the file system object under this lock, which needs
