@@ -24,6 +24,9 @@ _FLOCK = struct.Struct("hhqqi4x")
 # The whole file, from its start: taken and released once per commit.
 _LOCK_WHOLE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
 _UNLOCK_WHOLE = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
+# Byte 0 alone: the append lock of writers that share their syncs (spec 9). The whole-file lock covers it.
+_LOCK_APPEND = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0)
+_UNLOCK_APPEND = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 1, 0)
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
 _OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
 _RWF_DSYNC: int | None = getattr(os, "RWF_DSYNC", None)  # Linux 4.7 and later
@@ -45,6 +48,24 @@ def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
 
 
 _START_WRITEBACK = _sync_file_range()
+# Linux reports a write-back error to every open file description since 4.13 (errseq): what lets a writer
+# trust its own successful sync for pages other processes wrote (spec 6.8).
+_WRITEBACK_ERRORS_PER_DESCRIPTION = (4, 13)
+
+
+def _kernel_reports_errors_to_every_descriptor() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    release = os.uname().release.split("-")[0].split(".")
+    try:
+        return (int(release[0]), int(release[1])) >= _WRITEBACK_ERRORS_PER_DESCRIPTION
+    except (IndexError, ValueError):
+        return False
+
+
+# What a writer needs to share its syncs with other processes (spec 6.8): byte-range OFD locks and
+# write-back errors reported to each descriptor. Elsewhere writers keep the per-batch lock.
+SHARED_SYNC_SUPPORTED = _OFD_SETLKW is not None and _kernel_reports_errors_to_every_descriptor()
 _CACHE_AHEAD = 1 << 20  # the record pages read back, page by page, beyond the commit point
 
 
@@ -70,6 +91,8 @@ class FileSystem(Protocol):
     def close_lock(self, fd: int) -> None: ...
     def lock(self, fd: int) -> None: ...
     def unlock(self, fd: int) -> None: ...
+    def lock_append(self, fd: int) -> None: ...
+    def unlock_append(self, fd: int) -> None: ...
     def hold(self, fd: int) -> None: ...
     def held(self, path: str) -> bool: ...
     def identity(self, fd: int) -> tuple[int, int]: ...
@@ -293,6 +316,16 @@ class OsFileSystem:
             fcntl.lockf(fd, fcntl.LOCK_UN)
         finally:
             _process_lock(fd).mutex.release()
+
+    def lock_append(self, fd: int) -> None:
+        """Take the append lock, byte 0 of ``LOCK`` (spec 9): writers that share their syncs take turns on it,
+        and it waits for any holder of the whole-file lock. Only where ``SHARED_SYNC_SUPPORTED``."""
+        assert _OFD_SETLKW is not None
+        fcntl.fcntl(fd, _OFD_SETLKW, _LOCK_APPEND)
+
+    def unlock_append(self, fd: int) -> None:
+        assert _OFD_SETLKW is not None
+        fcntl.fcntl(fd, _OFD_SETLKW, _UNLOCK_APPEND)
 
     def hold(self, fd: int) -> None:
         """Mark a temporary file as in use for as long as ``fd`` stays open (spec 7.4): clean-up keeps it.

@@ -23,7 +23,7 @@ from .errors import BinlogError
 
 
 @functools.lru_cache(maxsize=64)
-def _successor_path(directory: str, log: int) -> str:
+def successor_path(directory: str, log: int) -> str:
     """The path of segment ``log + 1``, looked for before every commit (W-16): built once per segment."""
     return os.path.join(directory, segment_name(log + 1))
 
@@ -42,7 +42,7 @@ class RecoveryMixin(CutoverMixin):
         if self._known is not None:
             return self._known
         segment = self._segment
-        if segment is not None and self._fs.exists(_successor_path(self.directory, segment.log)):
+        if segment is not None and self._fs.exists(successor_path(self.directory, segment.log)):
             self._fs.close(segment.fd)
             self._segment = segment = None
         if segment is None:
@@ -126,20 +126,36 @@ class RecoveryMixin(CutoverMixin):
         per commit finds it; holes (zeros, then data) only come from a power
         loss, after which every writer starts by checking the whole tail once.
         """
-        size = self._fs.size(segment.fd)
-        if size <= commit.commit_offset:
+        if self._tail_clear(segment, commit.commit_offset, self._fs.size(segment.fd)):
             segment.tail_checked = True
             return commit
-        if segment.header.preallocated and segment.tail_checked:
-            probe = self._fs.pread(segment.fd, RECORD_HEADER_SIZE, commit.commit_offset)
-            if probe == ZERO_CHUNK[: len(probe)]:
-                return commit
         plan = plan_tail(
             FdSource(self._fs, segment.fd), log=segment.log, path=segment.path, header=segment.header, commit=commit
         )
         segment.tail_checked = True
         self.recovery += plan.actions()
         return self._apply_tail(segment, plan)
+
+    def _tail_clear(self, segment: OpenSegment, at: int, size: int) -> bool:
+        """The tail check of spec 7.1 at ``at`` in a file of ``size`` bytes: True when nothing lies there to
+        recover. A preallocated segment this writer has not checked yet always needs the whole walk."""
+        if size <= at:
+            return True
+        if not (segment.header.preallocated and segment.tail_checked):
+            return False
+        probe = self._fs.pread(segment.fd, RECORD_HEADER_SIZE, at)
+        return probe == ZERO_CHUNK[: len(probe)]
+
+    def _rewrite_as_read(self, segment: OpenSegment, start: int, end: int, then: bytes = b"") -> None:
+        """Write the header and the bytes ``start`` to ``end`` again, exactly as read, followed by ``then``.
+
+        After a failed sync Linux may have marked those pages clean, so what is read may never have reached
+        the disk: written again, the next sync puts them there before a slot covers them (W-23, W-43).
+        """
+        self._fs.pwrite(segment.fd, self._fs.pread(segment.fd, HEADER_SIZE, 0), 0)
+        walked = self._fs.pread(segment.fd, end - start, start) if end > start else b""
+        if walked or then:
+            self._fs.pwrite(segment.fd, walked + then, start)
 
     def _apply_tail(self, segment: OpenSegment, plan: TailPlan) -> CommitState:
         """Steps 3 to 5 of spec 7.2, as planned."""
@@ -155,14 +171,7 @@ class RecoveryMixin(CutoverMixin):
             else:
                 self._fs.truncate(segment.fd, scan.end)
         if plan.adopted is not None:
-            # After a failed sync Linux may have marked these pages clean, so what
-            # we read may never have reached the disk: write the header we rely on
-            # and the records we adopt again, so that the sync below really puts
-            # them there before a new slot goes over the old one (W-23).
-            header = self._fs.pread(segment.fd, HEADER_SIZE, 0)
-            self._fs.pwrite(segment.fd, header, 0)
-            walked = self._fs.pread(segment.fd, scan.end - plan.commit.commit_offset, plan.commit.commit_offset)
-            self._fs.pwrite(segment.fd, walked, plan.commit.commit_offset)
+            self._rewrite_as_read(segment, plan.commit.commit_offset, scan.end)
         self._fs.fdatasync(segment.fd)
         if plan.adopted is None:
             return plan.commit

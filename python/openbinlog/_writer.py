@@ -27,12 +27,12 @@ from ._buffered import BufferedMixin
 from ._commit import CommitMixin
 from ._cutover import CutoverMixin
 from ._format import HEADER_SIZE, LOCK_NAME, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SEGMENT_NAME
-from ._fs import FileSystem, OsFileSystem
+from ._fs import SHARED_SYNC_SUPPORTED, FileSystem, OsFileSystem
 from ._group_commit import GroupCommit, Ticket
-from ._recovery_exec import RecoveryMixin
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo
 from ._segment_file import SegmentFile, list_segments
+from ._shared_commit import SharedCommitMixin
 from ._spare import SpareMixin
 from ._writer_base import MAX_LOG_NUMBER, payload_bytes
 from .errors import (
@@ -47,6 +47,8 @@ Durability = Literal["sync", "group", "os", "strict", "process", "mmap"]
 DURABILITY_MODES: tuple[Durability, ...] = ("sync", "group", "os", "strict", "process", "mmap")
 # Modes whose append returns before a commit of its own: the record waits in the buffer, or is published by it.
 _APPEND_RETURNS_AT_ONCE = ("process", "mmap")
+# Modes whose batches sync: writers that release the lock between batches share those syncs (spec 6.8).
+_SHARED_SYNC_MODES = ("sync", "group", "strict")
 DEFAULT_BUFFER_BYTES = 256 << 10  # the process mode's buffer: committed when it holds this much
 DEFAULT_FLUSH_INTERVAL = 0.05  # seconds a record may wait in the process mode's buffer
 MAX_ASQN = 2**63 - 1  # asqn is a signed 64-bit field
@@ -95,7 +97,7 @@ class _DirectoryLock:
             writer._io_mutex.release()
 
 
-class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin):
+class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareMixin):
     """Append records to the log in ``directory``, creating it if needed.
 
     ``durability``: ``sync`` (default: every commit is on disk before
@@ -112,7 +114,11 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
     needs ``preallocate``, implies ``exclusive``).
     ``exclusive`` holds the log's lock from open to close, so that each batch
     skips the checks another writer's commits would need (other writers and
-    maintenance wait until it is closed). ``preallocate`` creates segments of that many bytes, zero-filled,
+    maintenance wait until it is closed). ``shared_sync``: writers that do not hold the lock from open to
+    close, in the ``sync``, ``group`` and ``strict`` modes, sync without holding it, so that writers in
+    other processes share the disk's flushes (spec 6.8); on by default where the system allows it (Linux
+    4.13 and later, with open file description locks), ``False`` takes the whole lock for every batch.
+    ``preallocate`` creates segments of that many bytes, zero-filled,
     and rolls to a new one when the next record does not fit;
     ``max_segment_bytes`` (1 GiB by default; ``None``: never) cuts over once
     a segment has grown past it.
@@ -134,6 +140,7 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         exclusive: bool | None = None,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+        shared_sync: bool | None = None,
     ) -> None:
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
@@ -145,6 +152,13 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
             raise ValueError("the mmap mode writes through a mapping of preallocated segments: give preallocate")
         if buffer_bytes < 1 or not flush_interval > 0:
             raise ValueError("buffer_bytes and flush_interval must be positive")
+        if shared_sync and (durability not in _SHARED_SYNC_MODES or exclusive):
+            raise ValueError(
+                f"shared_sync is for writers that release the lock between batches, in the {_SHARED_SYNC_MODES}"
+                " modes: an exclusive writer holds it, and the other modes make no sync of their own"
+            )
+        if shared_sync and not SHARED_SYNC_SUPPORTED:
+            raise ValueError("shared_sync needs Linux 4.13 or later, with open file description locks (spec 6.8)")
         if preallocate is not None and preallocate < HEADER_SIZE + RECORD_HEADER_SIZE:
             raise ValueError(f"preallocate must be at least {HEADER_SIZE + RECORD_HEADER_SIZE} bytes")
         self.directory = os.fspath(directory)
@@ -160,6 +174,12 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
         self._custom_clock = clock_us is not _now_us
         self.holds_lock = durability in _APPEND_RETURNS_AT_ONCE or bool(exclusive)
         self._waits_for_commit = durability not in _APPEND_RETURNS_AT_ONCE
+        self._shares_sync = (
+            shared_sync is not False
+            and SHARED_SYNC_SUPPORTED
+            and not self.holds_lock
+            and durability in _SHARED_SYNC_MODES
+        )
         # An exclusive writer knows which of its slots are durable (W-42): its batches may sync their
         # records alone, which spares each sync the header page its previous batch wrote (6.2, step 8).
         self._sync_records_alone = self.holds_lock and durability in ("sync", "group")
@@ -388,18 +408,20 @@ class Writer(BufferedMixin, RecoveryMixin, CutoverMixin, CommitMixin, SpareMixin
                     offset=4,
                 )
 
-    def _take_lock(self) -> None:
-        """Lock ``LOCK``, and make sure the name still leads to the file locked (spec 9).
+    def _take_lock(self, *, append: bool = False) -> None:
+        """Lock ``LOCK`` (``append``: byte 0 alone, spec 6.8), and make sure the name still leads to the file
+        locked (spec 9).
 
         Someone deleting or replacing ``LOCK`` while writers run would let the
         next writer lock another file and commit beside us: reopen the name
         and lock what it names now, so every writer converges on one file.
         """
+        lock, unlock = (self._fs.lock_append, self._fs.unlock_append) if append else (self._fs.lock, self._fs.unlock)
         for _ in range(LOCK_ATTEMPTS):
-            self._fs.lock(self._lock_fd)
+            lock(self._lock_fd)
             if self._fs.names(self._lock_path, self._lock_identity):
                 return
-            self._fs.unlock(self._lock_fd)
+            unlock(self._lock_fd)
             self._fs.close_lock(self._lock_fd)
             self._lock_fd = -1
             self._open_lock()

@@ -10,6 +10,7 @@ once, and set by ``Writer.__init__``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -46,7 +47,10 @@ class WriterBase:
     # An exclusive writer's last segment and the commit state it published there itself (W-39);
     # None when the next batch must find them by steps 2 to 5 of the write protocol.
     _known: tuple[OpenSegment, CommitState] | None
+    _io_mutex: threading.RLock  # one commit, cutover or close of this writer at a time
+    _lock_fd: int  # the descriptor of LOCK that holds the lock
     _lock_held: bool  # an exclusive writer holds the lock on LOCK from open to close
+    _shares_sync: bool  # batches commit by 6.8 where they can: written under the append lock, synced outside it
 
     def _check_usable(self) -> None:
         if self._closed:

@@ -390,7 +390,7 @@ class CountingFileSystem(OsFileSystem):
 def test_exclusive_writer_skips_the_checks_of_each_batch_after_its_first(log_dir: Path) -> None:
     def calls_per_append(exclusive: bool) -> list[str]:
         fs = CountingFileSystem()
-        with Writer(log_dir, exclusive=exclusive, fs=fs) as writer:
+        with Writer(log_dir, exclusive=exclusive, fs=fs, shared_sync=None if exclusive else False) as writer:
             writer.append(b"first batch")
             fs.calls.clear()
             writer.append(b"second batch")

@@ -28,7 +28,7 @@ from openbinlog import (
     encode_record,
 )
 from openbinlog._crc import masked_crc32c
-from openbinlog._fs import OsFileSystem
+from openbinlog._fs import SHARED_SYNC_SUPPORTED, OsFileSystem
 from openbinlog._segment import CommitState, build_header, encode_mirror, encode_slot
 from openbinlog._split import read_split
 
@@ -84,11 +84,19 @@ class RecordingFileSystem(OsFileSystem):
         self.ops.append(("unlock", "LOCK", None))
         super().unlock(fd)
 
+    def lock_append(self, fd: int) -> None:
+        self.ops.append(("lock_append", "LOCK", None))
+        super().lock_append(fd)
+
+    def unlock_append(self, fd: int) -> None:
+        self.ops.append(("unlock_append", "LOCK", None))
+        super().unlock_append(fd)
+
 
 @pytest.mark.spec("W-13", "W-14", "W-15", "W-5", "W-31")
 def test_append_writes_syncs_then_publishes_under_the_lock(log_dir: Path) -> None:
     fs = RecordingFileSystem()
-    with Writer(log_dir, fs=fs) as writer:
+    with Writer(log_dir, fs=fs, shared_sync=False) as writer:
         fs.ops.clear()
         writer.append(b"payload")
         ops = list(fs.ops)
@@ -100,6 +108,28 @@ def test_append_writes_syncs_then_publishes_under_the_lock(log_dir: Path) -> Non
         ("pwrite", seg, "header"),  # the slot
         ("pwrite", seg, "header"),  # the mirrors, after the slot
         ("unlock", "LOCK", None),
+    ]
+
+
+@pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
+@pytest.mark.spec("W-13", "W-15", "W-31", "W-43")
+def test_shared_append_writes_under_the_append_lock_syncs_outside_it_then_publishes(log_dir: Path) -> None:
+    fs = RecordingFileSystem()
+    with Writer(log_dir, fs=fs) as writer:
+        fs.ops.clear()
+        writer.append(b"payload")
+        ops = list(fs.ops)
+    seg = "00000001.dat"
+    assert ops == [
+        ("lock_append", "LOCK", None),
+        ("pwrite", seg, "header"),  # the header again, as read (W-43)
+        ("pwrite", seg, "records"),
+        ("unlock_append", "LOCK", None),
+        ("fdatasync", seg, None),  # no lock held
+        ("lock_append", "LOCK", None),
+        ("pwrite", seg, "header"),  # the slot
+        ("pwrite", seg, "header"),  # the mirrors, after the slot
+        ("unlock_append", "LOCK", None),
     ]
 
 

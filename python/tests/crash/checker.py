@@ -35,7 +35,7 @@ from openbinlog._segment_file import require_log_directory
 
 from .crash_states import DEFAULT_CAP, SECTOR, scenario
 from .disk_image import Image
-from .fs_trace import Create, Link, Mkdir, Pwrite, Trace, Truncate, Unlink
+from .fs_trace import Create, Link, Lock, Mkdir, Pwrite, Trace, Truncate, Unlink
 from .recording_fs import RecordingFileSystem
 from .workloads import LOG, deterministic_clock, run, second_generation
 
@@ -144,8 +144,11 @@ def segment_problems(log: Path) -> list[str]:
 def publication_problems(trace: Trace) -> list[str]:
     """Each published slot: next generation, right place, never backwards, its records durable, its successor too."""
     problems = []
+    appending = False  # under the append lock: a writer that shares its syncs publishes
     for point in trace.points():
         op = point.in_flight
+        if isinstance(op, Lock) and op.append:
+            appending = not op.unlock
         if not (isinstance(op, Pwrite) and op.offset in SLOT_OFFSETS and len(op.data) == SLOT_SIZE):
             continue
         content = point.volatile.files.get(op.inode, b"")
@@ -164,7 +167,9 @@ def publication_problems(trace: Trace) -> list[str]:
         durable_header = point.durable.files.get(op.inode, b"")
         active = SLOT_OFFSETS[old.generation % 2]
         if durable_header[active : active + SLOT_SIZE] == content[active : active + SLOT_SIZE]:
-            steps: tuple[int, ...] = (1,)
+            # A writer that shares its syncs knows the slot durable only when it read it before its own
+            # sync (W-44): otherwise it writes over it, keeping the other slot, which is durable too.
+            steps: tuple[int, ...] = (1, 2) if appending else (1,)
         else:
             steps = (1, 2) if trace.durability == "os" else (2,)
         if new.generation - old.generation not in steps or SLOT_OFFSETS[new.generation % 2] != op.offset:

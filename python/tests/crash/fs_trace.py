@@ -92,6 +92,7 @@ class FsyncDir:
 @dataclass(frozen=True)
 class Lock:
     unlock: bool = False
+    append: bool = False  # byte 0 alone: the append lock of a writer that shares its syncs (spec 6.8)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,6 +54,8 @@ class RecordingFileSystem(OsFileSystem):
         self.trace = Trace(initial=self._names.copy(), durability=durability)
         self._next_inode = self._names.new_inode()
         self._fds: dict[int, int] = {}
+        # Called before each fdatasync: a Together step holds writer threads at their syncs (workloads).
+        self.gate: Callable[[], None] | None = None
 
     # -- bookkeeping ------------------------------------------------------------
 
@@ -144,6 +147,8 @@ class RecordingFileSystem(OsFileSystem):
         self.record(Truncate(self._fds[fd], size))
 
     def fdatasync(self, fd: int) -> None:
+        if self.gate is not None:
+            self.gate()
         if self._fails(directory=False):
             self.record(Fdatasync(self._fds[fd], ok=False))
             raise OSError(errno.EIO, "injected fdatasync failure")
@@ -177,3 +182,11 @@ class RecordingFileSystem(OsFileSystem):
     def unlock(self, fd: int) -> None:
         super().unlock(fd)
         self.record(Lock(unlock=True))
+
+    def lock_append(self, fd: int) -> None:
+        super().lock_append(fd)
+        self.record(Lock(append=True))
+
+    def unlock_append(self, fd: int) -> None:
+        self.record(Lock(unlock=True, append=True))  # recorded while held: no other writer's op comes between
+        super().unlock_append(fd)

@@ -9,6 +9,7 @@ trace whose ``expected`` lists every record attempted, by index, and whose
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,17 @@ class Flush:
     writer: int = 0
 
 
-Step = Append | Cutover | Flush
+@dataclass(frozen=True)
+class Together:
+    """Appends of different writers at once, each in a thread of its own, as writers of several processes
+    share syncs (spec 6.8): they write their records in the order listed, then their syncs complete in
+    ``sync_order`` (positions in ``appends``), each append returning before the next sync completes."""
+
+    appends: tuple[Append, ...]
+    sync_order: tuple[int, ...]
+
+
+Step = Append | Cutover | Flush | Together
 
 
 @dataclass
@@ -58,7 +69,8 @@ class Workload:
 
     @property
     def records(self) -> int:
-        return sum(len(step.records) for step in self.steps if isinstance(step, Append))
+        appends = [a for step in self.steps for a in (step.appends if isinstance(step, Together) else (step,))]
+        return sum(len(step.records) for step in appends if isinstance(step, Append))
 
 
 def payload(index: int, size: int, generation: int = 1) -> bytes:
@@ -107,6 +119,12 @@ def run(
     last_index = 0
     try:
         for step in steps:
+            if isinstance(step, Together):
+                for together in step.appends:
+                    if together.writer not in writers:
+                        writers[together.writer] = Writer(root / LOG, fs=recorder, clock_us=clock, **writer_options)
+                _run_together(step, recorder, writers)
+                continue
             if step.writer not in writers:
                 writers[step.writer] = Writer(root / LOG, fs=recorder, clock_us=clock, **writer_options)
             writer = writers[step.writer]
@@ -132,6 +150,65 @@ def run(
         for writer in writers.values():
             writer.close()
     return trace
+
+
+TOGETHER_TIMEOUT = 20.0  # seconds a thread of a Together step may take to reach its sync, or to return
+
+
+class SyncGate:
+    """Holds each thread of a ``Together`` step at its first sync until the step lets it go."""
+
+    def __init__(self, threads: int) -> None:
+        self._local = threading.local()
+        self.arrived = [threading.Event() for _ in range(threads)]
+        self.go = [threading.Event() for _ in range(threads)]
+
+    def enter(self, who: int) -> None:
+        self._local.who = who
+
+    def __call__(self) -> None:
+        who = getattr(self._local, "who", None)
+        if who is None or self.arrived[who].is_set():
+            return
+        self.arrived[who].set()
+        if not self.go[who].wait(TOGETHER_TIMEOUT):
+            raise RuntimeError(f"writer thread {who} was never let through its sync")
+
+
+def _run_together(step: Together, recorder: RecordingFileSystem, writers: dict[int, Writer]) -> None:
+    gate = SyncGate(len(step.appends))
+    failures: list[BaseException] = []
+
+    def append(who: int, records: tuple[Record, ...], writer: Writer) -> None:
+        gate.enter(who)
+        try:
+            refs = writer.append_many(records)
+            recorder.mark("ack", refs[-1].index)  # before the step lets the next sync complete
+        except BaseException as exc:
+            failures.append(exc)
+            gate.arrived[who].set()
+
+    recorder.gate = gate
+    threads = []
+    try:
+        for who, together in enumerate(step.appends):
+            recorder.trace.expected += together.records  # written in this order: indexes follow it
+            thread = threading.Thread(target=append, args=(who, together.records, writers[together.writer]))
+            thread.start()
+            threads.append(thread)
+            if not gate.arrived[who].wait(TOGETHER_TIMEOUT):
+                raise RuntimeError(f"writer thread {who} never reached its sync")
+        for who in step.sync_order:
+            gate.go[who].set()
+            threads[who].join(TOGETHER_TIMEOUT)
+            if failures or threads[who].is_alive():
+                raise failures[0] if failures else RuntimeError(f"writer thread {who} never returned")
+    finally:
+        recorder.gate = None
+        for gate_open in gate.go:
+            gate_open.set()
+        for thread in threads:
+            thread.join(TOGETHER_TIMEOUT)
 
 
 # Record sizes: mostly small (byte tearing is checked at every byte); the log crosses 512 at record 4.
@@ -222,7 +299,44 @@ def small_workloads() -> list[Workload]:
     workloads.append(
         Workload("mmap", mapped, {"durability": "mmap", "preallocate": 512}, models=("P0", "P3"), acks_at_append=True)
     )
+    workloads += shared_workloads()
     return workloads
+
+
+def shared_workloads() -> list[Workload]:
+    """Writers that share syncs (spec 6.8), interleaved: two and three writers write one after the other, then
+    their syncs complete in every order, over a cutover, in a preallocated segment and in the strict mode."""
+    sizes = (5, 0, 17, 150, 9, 3, 31, 1, 12, 2, 40, 7)
+    records = [(payload(index, size), asqn_for(index)) for index, size in enumerate(sizes, start=1)]
+
+    def one(index: int, writer: int) -> Append:
+        return Append((records[index - 1],), writer=writer)
+
+    two = [
+        one(1, 0),
+        one(2, 1),
+        Together((one(3, 0), one(4, 1)), (1, 0)),  # the later writer syncs and publishes first
+        Together((one(5, 1), one(6, 0)), (0, 1)),
+        Cutover(writer=0),
+        one(7, 1),  # finds the successor: its batch goes by 6.2, under the whole lock
+        one(8, 0),
+        Together((one(9, 0), Append(tuple(records[9:11]), writer=1)), (1, 0)),
+        one(12, 1),
+    ]
+    three = [
+        one(1, 0),
+        one(2, 1),
+        one(3, 2),
+        Together((one(4, 0), one(5, 1), one(6, 2)), (2, 0, 1)),
+        Together((one(7, 2), one(8, 1), one(9, 0)), (1, 2, 0)),
+        Together((one(10, 1), one(11, 0), one(12, 2)), (0, 1, 2)),
+    ]
+    return [
+        Workload("shared-two", two),
+        Workload("shared-three", three),
+        Workload("shared-preallocated", three, {"preallocate": 1024}),
+        Workload("shared-strict", two, {"durability": "strict"}),
+    ]
 
 
 def large_workload(records: int = 60) -> Workload:

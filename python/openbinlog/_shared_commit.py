@@ -1,0 +1,120 @@
+"""The commit of a batch by a writer that shares its syncs with writers of other processes (spec protocols.md 6.8).
+
+Under the append lock (byte 0 of ``LOCK``) the writer finds the end of every
+record written so far by the tail walk, writes the header and those records
+again as read, then its own records after them. It syncs holding no lock, so
+that writers of other processes write and sync meanwhile and the disk's
+flushes cover several of them. Under the append lock again it publishes the
+end of its own records, unless a writer has already published beyond them.
+What the append lock alone cannot do (a first batch, a successor, a tail to
+recover, a cutover) is left to the ordinary batch of 6.2, under the whole lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from ._commit import MAX_COUNTER, EncodedBatch, OpenSegment
+from ._group_commit import Ticket
+from ._recovery import FdSource
+from ._recovery_exec import RecoveryMixin, successor_path
+from ._ref import Ref
+from ._segment import CommitState
+from ._writer_base import MAX_LOG_NUMBER
+from .errors import BinlogIOError
+from .walk import tail_walk
+
+
+class SharedCommitMixin(RecoveryMixin):
+    """Steps 1 to 9 of spec 6.8, for writers that do not hold the lock from open to close."""
+
+    if TYPE_CHECKING:  # defined by the writer, which takes and checks the lock (W-38)
+
+        def _take_lock(self, *, append: bool = False) -> None: ...
+
+    @contextmanager
+    def _append_locked(self) -> Iterator[None]:
+        self._take_lock(append=True)
+        try:
+            yield
+        finally:
+            self._fs.unlock_append(self._lock_fd)
+
+    def _commit_shared(self, batch: list[Ticket], done: list[tuple[Ticket, Ref]]) -> bool:
+        """Commit ``batch`` by spec 6.8 and add its refs to ``done``; False, having written nothing, when the
+        batch needs the whole lock (6.8 step 3)."""
+        with self._io_mutex:
+            with self._append_locked():
+                written = self._write_shared(batch)
+            if written is None:
+                return False
+            segment, seen, encoded = written
+            if encoded.written:
+                self._fs.fdatasync(segment.fd)  # step 6: no lock held
+                with self._append_locked():
+                    self._publish_shared(segment, seen, encoded.end)
+                if self.durability == "strict":
+                    self._fs.fdatasync(segment.fd)
+                if self.max_segment_bytes is not None and encoded.end.commit_offset >= self.max_segment_bytes:
+                    self._cut_over_full()  # before acknowledging, as step 11 of 6.2 does (W-19)
+        encoded.refuse()
+        done += encoded.written
+        return True
+
+    def _cut_over_full(self) -> None:
+        """Under the whole lock: cut over from the last segment if it has reached the size limit (8.1)."""
+        with self._locked:
+            segment, commit = self._prepare()
+            full = self.max_segment_bytes is not None and commit.commit_offset >= self.max_segment_bytes
+            if full and segment.log < MAX_LOG_NUMBER:
+                self._cut_over(segment, commit)
+
+    def _write_shared(self, batch: list[Ticket]) -> tuple[OpenSegment, int, EncodedBatch] | None:
+        """Steps 2 to 5 of 6.8, under the append lock: the segment, the generation read, the records written."""
+        segment = self._segment
+        if segment is None or not segment.tail_checked or self._fs.exists(successor_path(self.directory, segment.log)):
+            return None
+        commit = self._read_commit(segment)
+        if commit.closed or commit.generation >= MAX_COUNTER - 2:
+            return None
+        written_end = commit
+        if not self._tail_clear(segment, commit.commit_offset, self._fs.size(segment.fd)):
+            # Records beyond the commit point: other writers' not yet published, or a dead writer's.
+            scan = tail_walk(FdSource(self._fs, segment.fd), log=segment.log, commit=commit)
+            if not self._tail_clear(segment, scan.end, scan.file_size):
+                return None  # a torn tail: recovery, under the whole lock
+            written_end = CommitState(
+                commit.generation, scan.end, scan.next_index, scan.last_asqn, scan.last_timestamp_us, 0
+            )
+        if self.max_segment_bytes is not None and written_end.commit_offset >= self.max_segment_bytes:
+            return None  # a cutover, under the whole lock
+        encoded = self._encode_batch(batch, segment, written_end)
+        if encoded.rest:
+            return None  # the batch does not fit a preallocated segment: a cutover
+        if encoded.written:
+            self._rewrite_as_read(
+                segment, commit.commit_offset, written_end.commit_offset, then=b"".join(encoded.parts)
+            )
+        return segment, commit.generation, encoded
+
+    def _publish_shared(self, segment: OpenSegment, seen: int, end: CommitState) -> None:
+        """Step 7 of 6.8, under the append lock: publish ``end`` unless a commit point already covers it.
+
+        The active generation is known durable only when it is still the one
+        read before this writer's sync (W-44): then the next generation goes
+        to the other slot, otherwise over the active one (W-42).
+        """
+        current = self._read_commit(segment)
+        if current.commit_offset >= end.commit_offset:
+            return
+        if current.closed:
+            raise BinlogIOError(
+                "the segment was sealed before the records written in it were published", path=segment.path
+            )
+        step = 1 if current.generation == seen else 2
+        published = CommitState(
+            current.generation + step, end.commit_offset, end.next_index, end.last_asqn, end.last_timestamp_us, 0
+        )
+        self._publish(segment, published, strict_sync=False)
