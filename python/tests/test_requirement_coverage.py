@@ -97,6 +97,14 @@ COVERAGE: dict[str, tuple[str, ...]] = {
         "pytest:test_w42_unsynced_publication_over_the_durable_slot_is_caught",
         "pytest:test_w42_records_synced_alone_then_published_over_the_durable_slot_is_caught",
     ),
+    "W-43": (
+        "pytest:test_w43_shared_sync_without_writing_the_unpublished_records_again_is_caught",
+        "pytest:test_w43_shared_sync_without_writing_the_header_again_is_caught",
+        "pytest:test_w43_shared_publication_below_the_commit_point_is_caught",
+        "pytest:test_w43_shared_publication_before_the_segment_sync_is_caught",
+        "pytest:test_w43_shared_batch_behind_a_torn_tail_is_caught",
+    ),
+    "W-44": ("pytest:test_w44_shared_publication_over_a_slot_not_known_durable_is_caught",),
 }
 
 

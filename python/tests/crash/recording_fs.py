@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openbinlog._fs import OsFileSystem
 
@@ -38,6 +38,9 @@ from .fs_trace import (
     apply_entry,
 )
 
+if TYPE_CHECKING:
+    from .workloads import SyncGate
+
 
 class RecordingFileSystem(OsFileSystem):
     """Real file operations under ``root``, each appended to ``self.trace``.
@@ -54,8 +57,8 @@ class RecordingFileSystem(OsFileSystem):
         self.trace = Trace(initial=self._names.copy(), durability=durability)
         self._next_inode = self._names.new_inode()
         self._fds: dict[int, int] = {}
-        # Called before each fdatasync: a Together step holds writer threads at their syncs (workloads).
-        self.gate: Callable[[], None] | None = None
+        # A Together step holds writer threads at their syncs and their publications (workloads).
+        self.gate: SyncGate | None = None
 
     # -- bookkeeping ------------------------------------------------------------
 
@@ -148,7 +151,7 @@ class RecordingFileSystem(OsFileSystem):
 
     def fdatasync(self, fd: int) -> None:
         if self.gate is not None:
-            self.gate()
+            self.gate.at_sync()
         if self._fails(directory=False):
             self.record(Fdatasync(self._fds[fd], ok=False))
             raise OSError(errno.EIO, "injected fdatasync failure")
@@ -184,6 +187,8 @@ class RecordingFileSystem(OsFileSystem):
         self.record(Lock(unlock=True))
 
     def lock_append(self, fd: int) -> None:
+        if self.gate is not None:
+            self.gate.at_append_lock()
         super().lock_append(fd)
         self.record(Lock(append=True))
 

@@ -22,13 +22,14 @@ from pathlib import Path
 import pytest
 
 from openbinlog import BinlogError, BinlogIOError, Reader, Writer, _accel
+from openbinlog._fs import SHARED_SYNC_SUPPORTED
 
 from .checker import CrashChecker, ModelResult, Sampling, power_loss_results
 from .crash_states import MODELS, PAGE, SECTOR
 from .fs_trace import Create, Trace
 from .media_faults import MediaFaultChecker
 from .summary import CrashSummary
-from .workloads import LOG, Workload, large_workload, run, small_workloads
+from .workloads import LOG, Workload, large_workload, run, shared_workloads, small_workloads
 
 SMALL = small_workloads()
 EXCLUSIVE_WORKLOADS = [w for w in SMALL if w.name in ("exclusive", "process", "process-preallocated", "mmap")]
@@ -75,6 +76,17 @@ def check_small_workload(
 def test_every_crash_state_of_a_small_workload_keeps_every_invariant(
     workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_run: bool
 ) -> None:
+    check_small_workload(workload, tmp_path, crash_summary, full_run, workload.name)
+
+
+@pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
+@pytest.mark.spec("W-43", "W-44")
+@pytest.mark.parametrize("workload", shared_workloads(), ids=lambda w: w.name)
+def test_every_crash_state_of_writers_sharing_syncs_keeps_every_invariant(
+    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_run: bool
+) -> None:
+    """Two and three writers write one after the other and sync at once: every order of their syncs and
+    publications, every crash state under P0 to P3 (spec 6.8.1)."""
     check_small_workload(workload, tmp_path, crash_summary, full_run, workload.name)
 
 

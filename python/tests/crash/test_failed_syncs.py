@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from openbinlog import BinlogIOError, Writer, WriterFailedError
+from openbinlog._fs import SHARED_SYNC_SUPPORTED
 
 from .checker import CrashChecker
 from .fs_trace import Trace
@@ -86,3 +87,31 @@ def test_records_adopted_after_a_failed_sync_reach_the_disk(tmp_path: Path) -> N
     checker = CrashChecker(tmp_path / "scratch", "failed sync, pages marked clean", {})
     checker.run(fs.trace, ("P1",))
     assert not checker.results["P1"].violations, checker.results["P1"].violations[0]
+
+
+@pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
+@pytest.mark.spec("W-19", "W-43")
+def test_a_writer_sharing_syncs_writes_again_what_a_failed_sync_left_unpublished(tmp_path: Path) -> None:
+    """A sync fails in one writer (Linux marks its pages clean); another writer, whose descriptor did not
+    see the error, appends after the failed records: its sync must put them on the disk before its slot
+    covers them (6.8 step 4), or a power loss leaves a hole below the commit point."""
+    fs = RecordingFileSystem(tmp_path)
+    fs.trace.failed_sync_marks_clean = True
+    clock = deterministic_clock()
+    with (
+        Writer(tmp_path / LOG, fs=fs, clock_us=clock) as failing,
+        Writer(tmp_path / LOG, fs=fs, clock_us=clock) as other,
+    ):
+        _append(failing, fs, 1)
+        fs.fail_sync()
+        fs.trace.expected.append((payload(2, 8), -1))
+        with pytest.raises(BinlogIOError):
+            failing.append(payload(2, 8))
+        with pytest.raises(WriterFailedError):
+            failing.append(payload(3, 8))
+        _append(other, fs, 3)  # index 3: the failed record 2 lies before it, whole, in the page cache
+        _append(other, fs, 4)
+    checker = CrashChecker(tmp_path / "scratch", "shared sync after a failed sync, pages marked clean", {})
+    checker.run(fs.trace, ("P0", "P1"))
+    violations = [v for result in checker.results.values() for v in result.violations]
+    assert not violations, violations[0]

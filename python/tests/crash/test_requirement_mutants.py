@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -32,14 +33,14 @@ from decisions import Edit, mutated
 from logtools import FaultyFileSystem
 
 import openbinlog._maintenance as maintenance
-from openbinlog import BinlogError, Reader, Writer, _accel, verify
+from openbinlog import BinlogError, Reader, Writer, _accel, encode_record, verify
 from openbinlog import _buffer as buffer_module
 from openbinlog import _commit as commit_module
 from openbinlog import _cutover as cutover_module
 from openbinlog import _fs as fs_module
 from openbinlog import _writer as writer_module
 from openbinlog._buffer import PureRecordBuffer
-from openbinlog._format import HEADER_SIZE
+from openbinlog._format import HEADER_SIZE, RECORD_HEADER_SIZE
 from openbinlog._fs import OsFileSystem
 from openbinlog._writer import _DirectoryLock
 
@@ -54,10 +55,18 @@ from .checker import (
     read_log,
 )
 from .fs_trace import Trace
-from .workloads import LOG, Append, Cutover, Flush, Step, run, singles, small_workloads
+from .workloads import LOG, Append, Cutover, Flush, Step, run, shared_workloads, singles, small_workloads
 
 THREE = singles(1, (5, 0, 17))  # the smallest workload that commits more than one batch
 WAIT = 2.0  # seconds a second writer is given to get past a lock it must not get past
+
+
+@pytest.fixture(autouse=True)
+def ordinary_protocol(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writers commit by the ordinary batch of 6.2 (what writers do where shared syncs are not available), but in
+    the tests of the shared batch of 6.8, whose names say so."""
+    if "shared" not in request.node.name:
+        monkeypatch.setattr(writer_module, "SHARED_SYNC_SUPPORTED", False)
 
 
 def mutate(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, *edits: Edit) -> None:
@@ -155,6 +164,21 @@ def finished_segment_problems(log: Path) -> list[str]:
         first.append(b"a")
         with Writer(log, fs=FaultyFileSystem(drop_header_writes=True)) as cutting:
             cutting.cutover()
+        first.append(b"b")
+    problems = [f"verify: {damage}" for damage in verify(log).damage]
+    return problems + after_reopening_problems(log, [(b"a", -1), (b"b", -1)], acked=2)
+
+
+def shared_torn_tail_problems(log: Path) -> list[str]:
+    """A dead writer left a torn record beyond the commit point (a killed write stops at a page boundary), whose
+    payload holds a valid record: the next batch of a writer that shares syncs must go to recovery, which removes
+    it, not write over its start, which would leave the record inside it next in line, a phantom."""
+    with Writer(log) as first:
+        first.append(b"a")
+        mine = len(encode_record(2, b"b"))
+        payload = b"x" * (mine - RECORD_HEADER_SIZE) + encode_record(3, b"phantom") + b"rest of a torn payload"
+        with (log / "00000001.dat").open("ab") as torn:
+            torn.write(encode_record(2, payload)[:-8])
         first.append(b"b")
     problems = [f"verify: {damage}" for damage in verify(log).damage]
     return problems + after_reopening_problems(log, [(b"a", -1), (b"b", -1)], acked=2)
@@ -298,7 +322,10 @@ def test_w03_removal_above_the_lowest_segment_is_caught(tmp_path: Path, monkeypa
 
 def test_w09_timestamp_below_the_last_one_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mutate(
-        monkeypatch, Writer, "_commit_some", ("now = max(self._clock_us(), last_timestamp)", "now = self._clock_us()")
+        monkeypatch,
+        Writer,
+        "_encode_batch",
+        ("now = max(self._clock_us(), commit.last_timestamp_us)", "now = self._clock_us()"),
     )
     failure_of(writer_tests.test_timestamps_never_go_backwards, tmp_path / "log")
 
@@ -308,7 +335,7 @@ def test_w12_generation_skipping_is_caught(tmp_path: Path, monkeypatch: pytest.M
     mutate(
         monkeypatch,
         Writer,
-        "_commit_some",
+        "_encode_batch",
         ("CommitState(commit.generation + 1,", "CommitState(commit.generation + 3,"),
     )
     problems = publication_problems(record(tmp_path / "recorded", THREE))
@@ -323,7 +350,7 @@ def test_w13_publication_before_the_batch_sync_is_caught(tmp_path: Path, monkeyp
 
 def test_w15_acknowledgement_before_the_strict_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert strict_durability_problems(record(tmp_path / "reference", THREE, durability="strict"), tmp_path / "s1") == []
-    mutate(monkeypatch, Writer, "_publish", ('if self.durability == "strict":', "if False:"))
+    mutate(monkeypatch, Writer, "_publish", ('if strict_sync and self.durability == "strict":', "if False:"))
     trace = record(tmp_path / "recorded", THREE, durability="strict")
     problems = strict_durability_problems(trace, tmp_path / "s2")
     assert any("acknowledged record lost" in problem for problem in problems), problems
@@ -335,7 +362,7 @@ def test_w16_append_to_a_finished_segment_is_caught(tmp_path: Path, monkeypatch:
         monkeypatch,
         Writer,
         "_prepare",
-        ("self._fs.exists(_successor_path(self.directory, segment.log))", "False"),
+        ("self._fs.exists(successor_path(self.directory, segment.log))", "False"),
     )
     problems = finished_segment_problems(tmp_path / "log")
     assert any("chain_broken" in problem for problem in problems), problems
@@ -352,7 +379,7 @@ def test_w17_batch_published_record_by_record_is_caught(tmp_path: Path, monkeypa
         (
             "todo, segment, commit = self._commit_some(todo, segment, commit, written)",
             "rest, segment, commit = self._commit_some(todo[:1], segment, commit, written)\n"
-            "                todo = rest + todo[1:]",
+            "                    todo = rest + todo[1:]",
         ),
     )
     problems = partial_batch_problems(record(tmp_path / "recorded", steps), steps, tmp_path / "s2")
@@ -366,7 +393,12 @@ def test_w19_writer_going_on_after_a_failed_sync_is_caught(tmp_path: Path, monke
 
 def test_w20_batch_without_the_tail_check_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert tail_left_by_another_writer_problems(tmp_path / "reference") == []
-    mutate(monkeypatch, Writer, "_recover_tail", ("if size <= commit.commit_offset:", "if True:"))
+    mutate(
+        monkeypatch,
+        Writer,
+        "_recover_tail",
+        ("if self._tail_clear(segment, commit.commit_offset, self._fs.size(segment.fd)):", "if True:"),
+    )
     problems = tail_left_by_another_writer_problems(tmp_path / "log")
     assert any("stale or phantom record" in problem for problem in problems), problems
 
@@ -396,10 +428,94 @@ def test_w23_recovery_without_rewriting_the_adopted_bytes_is_caught(
         monkeypatch,
         Writer,
         "_apply_tail",
-        ("self._fs.pwrite(segment.fd, header, 0)", "pass"),
-        ("self._fs.pwrite(segment.fd, walked, plan.commit.commit_offset)", "pass"),
+        ("self._rewrite_as_read(segment, plan.commit.commit_offset, scan.end)", "pass"),
     )
     failure_of(failed_sync_tests.test_records_adopted_after_a_failed_sync_reach_the_disk, tmp_path)
+
+
+SHARED = {w.name: w for w in shared_workloads()}["shared-two"]
+shared_only = pytest.mark.skipif(not fs_module.SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13, OFD locks")
+
+
+@shared_only
+def test_w43_shared_sync_without_writing_the_unpublished_records_again_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only its own records are written: those of a writer whose sync failed may sit in clean pages, never synced.
+    mutate(
+        monkeypatch,
+        Writer,
+        "_write_shared",
+        (
+            "segment, commit.commit_offset, written_end.commit_offset, then=",
+            "segment, written_end.commit_offset, written_end.commit_offset, then=",
+        ),
+    )
+    failure_of(failed_sync_tests.test_a_writer_sharing_syncs_writes_again_what_a_failed_sync_left_unpublished, tmp_path)
+
+
+@shared_only
+def test_w43_shared_sync_without_writing_the_header_again_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The slot read may sit in a clean page after another writer's failed sync: its own sync does not write it.
+    mutate(
+        monkeypatch,
+        Writer,
+        "_rewrite_as_read",
+        ("self._fs.pwrite(segment.fd, self._fs.pread(segment.fd, HEADER_SIZE, 0), 0)", "pass"),
+    )
+    failure_of(failed_sync_tests.test_a_writer_sharing_syncs_writes_again_what_a_failed_sync_left_unpublished, tmp_path)
+
+
+@shared_only
+def test_w43_shared_publication_before_the_segment_sync_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It syncs another file: the segment's records are published unsynced.
+    mutate(
+        monkeypatch,
+        Writer,
+        "_commit_shared",
+        ("self._fs.fdatasync(segment.fd)  # step 6:", "self._fs.fdatasync(self._lock_fd)  # step 6:"),
+    )
+    problems = publication_problems(record(tmp_path / "recorded", SHARED.steps))
+    assert any("published before its records were synced" in problem for problem in problems), problems
+
+
+@shared_only
+def test_w43_shared_batch_behind_a_torn_tail_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A writer that shares syncs appends behind a dead writer's torn batch instead of recovering it first.
+    assert shared_torn_tail_problems(tmp_path / "reference") == []
+    mutate(
+        monkeypatch,
+        Writer,
+        "_write_shared",
+        ("if not self._tail_clear(segment, scan.end, scan.file_size):", "if False:"),
+    )
+    problems = shared_torn_tail_problems(tmp_path / "log")
+    assert problems, "a batch written behind a torn tail went unnoticed"
+
+
+@shared_only
+def test_w43_shared_publication_below_the_commit_point_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer whose records another writer's publication already covers publishes its own, shorter end.
+    assert publication_problems(record(tmp_path / "reference", SHARED.steps)) == []
+    mutate(monkeypatch, Writer, "_publish_shared", ("if current.commit_offset >= end.commit_offset:", "if False:"))
+    problems = publication_problems(record(tmp_path / "recorded", SHARED.steps))
+    assert any("the commit point moved back" in problem for problem in problems), problems
+
+
+@shared_only
+def test_w44_shared_publication_over_a_slot_not_known_durable_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The next generation goes to the other slot although another writer published after this one's sync began.
+    mutate(monkeypatch, Writer, "_publish_shared", ("step = 1 if current.generation == seen else 2", "step = 1"))
+    problems = publication_problems(record(tmp_path / "recorded", SHARED.steps))
+    assert any(re.search(r"generation \d+ after \d+ at offset", problem) for problem in problems), problems
 
 
 def test_w25_clean_up_without_the_directory_sync_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
