@@ -268,7 +268,7 @@ def _log_problems(directory: Path, acks: _Acks, *, in_flight: dict[int, int] | N
     return problems[:10]
 
 
-@pytest.mark.spec("W-20", "W-21")
+@pytest.mark.spec("W-20", "W-21", "W-43")
 def test_sigkill_of_writers_sharing_syncs_loses_no_acknowledged_record(tmp_path: Path, full_run: bool) -> None:
     """Four writer processes share syncs; a random one is killed at a random moment (in an append, in its
     recovery at open, between its write and its publish) and restarted, over and over. After every kill a
