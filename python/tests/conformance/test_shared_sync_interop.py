@@ -316,22 +316,11 @@ def test_python_writers_sharing_syncs_and_the_go_writer_lose_nothing(tmp_path: P
     assert go_records(answer) == [(e.log, e.offset, e.index, e.payload) for e in final], "the readers disagree"
     # What the Go reader returned while the writers ran was committed: the start of the final log. Records
     # written but not yet published are a torn tail to a reader: "recovered" is as good as "accept".
-    # The Go reader takes a segment's size when it opens it and reads its header later (after the segments
-    # before it): a commit point published in between lies beyond that size, and it reports "truncated" for
-    # a record that is there. Such a report must name the record that follows those it returned, in the
-    # final log; any other rejection fails.
     expected = [(e.log, e.offset, e.index, e.payload) for e in final]
-    stale = 0
     for code, answer in live_reads:
         got = go_records(answer)
         assert got == expected[: len(got)], "a record a live read returned changed or went away"
-        if (code, answer["outcome"]) in {(0, "accept"), (2, "recovered")}:
-            continue
-        error = answer["error"]
-        assert code == 1 and isinstance(error, dict) and error["class"] == "truncated", answer
-        log, offset, index = expected[len(got)][:3]
-        assert (error["log"], error["offset"], error["index"]) == (log, str(offset), str(index)), answer
-        stale += 1
+        assert (code, answer["outcome"]) in {(0, "accept"), (2, "recovered")}, answer
 
     py_total = sum(len(acks) for acks in py_acked.values())
     go_total = sum(len(p) for p in go_acked.values())
@@ -341,8 +330,7 @@ def test_python_writers_sharing_syncs_and_the_go_writer_lose_nothing(tmp_path: P
     print(
         f"\n{len(final)} records in {len(list(log_dir.glob('*.dat')))} segments; Python acknowledged {py_total}"
         f" in {shared_batches} shared batches and {whole_batches} under the whole lock; {len(go_acked)} Go runs"
-        f" acknowledged {go_total}; killed {sorted(killed)}; {len(live_reads)} live Go reads, {stale} of them"
-        " rejected as truncated with a stale segment size"
+        f" acknowledged {go_total}; killed {sorted(killed)}; {len(live_reads)} live Go reads"
     )
     assert shared_batches > 0, "the Python writers never took the shared path"
     assert interleaved > 0 and len(go_acked) > 10, "the Go writer never ran between Python appends"

@@ -98,6 +98,9 @@ func openSegment(dir string, log uint32, flag int) (*segmentFile, error) {
 var errNotRegular = errors.New("not a regular file")
 
 func (s *segmentFile) stat() error {
+	if s.f == nil { // bytes held in memory: their size does not change
+		return nil
+	}
 	fi, err := s.f.Stat()
 	if err != nil {
 		return ioError(u32p(s.log), nil, err)
@@ -175,6 +178,12 @@ func (s *segmentFile) header() (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The size once the slots are read: a writer writes records before the
+	// slot that publishes them, so they lie within it (a size taken at open
+	// would make a live log's newer records look truncated).
+	if err := s.stat(); err != nil {
+		return nil, err
+	}
 	return CheckHeader(b, int64(s.size), s.log)
 }
 
@@ -184,6 +193,9 @@ func (s *segmentFile) activeSlot(baseIndex uint64) (Slot, error) {
 	b, err := readSettled(func() ([]byte, error) { return s.readAt(slot0Offset, 2*SlotSize) },
 		func(b []byte) []byte { return b })
 	if err != nil {
+		return Slot{}, err
+	}
+	if err := s.stat(); err != nil { // as in header: the records a slot publishes lie within the size after it
 		return Slot{}, err
 	}
 	return SelectSlot(b, s.log, baseIndex)
