@@ -240,10 +240,10 @@ def _recover_no_truncate_zero_tail() -> None:
 def _preallocated_eager_cutover() -> None:
     resource(
         _commit,
-        "CommitMixin._commit_some",
+        "CommitMixin._due_for_cutover",
         (
-            "full = bool(rest) or (",
-            "full = bool(rest) or (capacity is not None and capacity - commit.commit_offset < 40) or (",
+            "return left_over or (",
+            "return left_over or (segment.header.capacity != 0 and segment.header.capacity - offset < 40) or (",
         ),
     )
 
@@ -257,7 +257,7 @@ def _preallocated_eager_cutover() -> None:
 )
 def _preallocated_cutover_then_refuse() -> None:
     resource(
-        _commit, "CommitMixin._commit_some", ("if HEADER_SIZE + len(record) > capacity:", "if offset == HEADER_SIZE:")
+        _commit, "CommitMixin._encode_batch", ("if HEADER_SIZE + len(record) > capacity:", "if offset == HEADER_SIZE:")
     )
 
 

@@ -141,7 +141,7 @@ MUTANTS: tuple[Mutant, ...] = (
         ("must.writer.write.one_record", "must.writer.write.many_records"),
         _method(
             Writer,
-            "_commit_some",
+            "_encode_batch",
             (
                 "record = encode_record(index, ticket.payload, asqn=ticket.asqn, timestamp_us=now)",
                 "record = encode_record(index, ticket.payload, asqn=ticket.asqn, timestamp_us=now) + bytes(1)",
@@ -154,7 +154,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "the first record appended to a segment carries the active slot's next_index, each next one plus one",
         "every record carries the index after the one it should carry",
         ("must.writer.write.one_record", "must.writer.write.cutovers"),
-        _method(Writer, "_commit_some", ("record = encode_record(index,", "record = encode_record(index + 1,")),
+        _method(Writer, "_encode_batch", ("record = encode_record(index,", "record = encode_record(index + 1,")),
     ),
     Mutant(
         "w08_repeated_asqn_accepted",
@@ -162,7 +162,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "an asqn that is not greater than the log's last asqn is refused with asqn_not_increasing",
         "an asqn equal to the log's last asqn is accepted",
         ("must.writer.write.refuse_asqn_repeated",),
-        _method(Writer, "_commit_some", ("ticket.asqn <= last_asqn", "ticket.asqn < last_asqn")),
+        _method(Writer, "_encode_batch", ("ticket.asqn <= last_asqn", "ticket.asqn < last_asqn")),
     ),
     Mutant(
         "w10_unfitting_record_refused_as_log_full",
@@ -170,7 +170,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "a record that cannot fit an empty preallocated segment is refused with length_out_of_range",
         "a record that cannot fit an empty preallocated segment is refused with log_full",
         ("may.writer.write.preallocated_refuse_record_too_large",),
-        _method(Writer, "_commit_some", ("PayloadTooLargeError(", "LogFullError(")),
+        _method(Writer, "_encode_batch", ("PayloadTooLargeError(", "LogFullError(")),
     ),
     Mutant(
         "w11_header_checksum_little_endian",

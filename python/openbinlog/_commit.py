@@ -113,13 +113,16 @@ class CommitMixin(WriterBase):
             commit = batch.end
             self._publish(segment, commit)
             done += batch.written
-        full = bool(batch.rest) or (
-            self.max_segment_bytes is not None and commit.commit_offset >= self.max_segment_bytes
-        )
-        if full and segment.log < MAX_LOG_NUMBER:  # the last segment a log may have keeps growing (2.2)
+        if self._due_for_cutover(segment, commit.commit_offset, left_over=bool(batch.rest)) and (
+            segment.log < MAX_LOG_NUMBER
+        ):  # the last segment a log may have keeps growing (2.2)
             segment = self._cut_over(segment, commit)
             commit = self._read_commit(segment)
         return batch.rest, segment, commit
+
+    def _due_for_cutover(self, segment: OpenSegment, offset: int, *, left_over: bool) -> bool:
+        """Step 11 of 6.2 (8.1): appends left over for want of room, or the size limit reached at ``offset``."""
+        return left_over or (self.max_segment_bytes is not None and offset >= self.max_segment_bytes)
 
     def _encode_batch(self, tickets: list[Ticket], segment: OpenSegment, commit: CommitState) -> EncodedBatch:
         """Step 6 of 6.2: the records of ``tickets`` from ``commit`` on, as many as fit ``segment``."""

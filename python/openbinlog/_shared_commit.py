@@ -57,7 +57,7 @@ class SharedCommitMixin(RecoveryMixin):
                     self._publish_shared(segment, seen, encoded.end)
                 if self.durability == "strict":
                     self._fs.fdatasync(segment.fd)
-                if self.max_segment_bytes is not None and encoded.end.commit_offset >= self.max_segment_bytes:
+                if self._due_for_cutover(segment, encoded.end.commit_offset, left_over=False):
                     self._cut_over_full()  # before acknowledging, as step 11 of 6.2 does (W-19)
         encoded.refuse()
         done += encoded.written
@@ -67,8 +67,7 @@ class SharedCommitMixin(RecoveryMixin):
         """Under the whole lock: cut over from the last segment if it has reached the size limit (8.1)."""
         with self._locked:
             segment, commit = self._prepare()
-            full = self.max_segment_bytes is not None and commit.commit_offset >= self.max_segment_bytes
-            if full and segment.log < MAX_LOG_NUMBER:
+            if self._due_for_cutover(segment, commit.commit_offset, left_over=False) and segment.log < MAX_LOG_NUMBER:
                 self._cut_over(segment, commit)
 
     def _write_shared(self, batch: list[Ticket]) -> tuple[OpenSegment, int, EncodedBatch] | None:
@@ -88,11 +87,9 @@ class SharedCommitMixin(RecoveryMixin):
             written_end = CommitState(
                 commit.generation, scan.end, scan.next_index, scan.last_asqn, scan.last_timestamp_us, 0
             )
-        if self.max_segment_bytes is not None and written_end.commit_offset >= self.max_segment_bytes:
-            return None  # a cutover, under the whole lock
         encoded = self._encode_batch(batch, segment, written_end)
-        if encoded.rest:
-            return None  # the batch does not fit a preallocated segment: a cutover
+        if self._due_for_cutover(segment, written_end.commit_offset, left_over=bool(encoded.rest)):
+            return None  # a cutover first, under the whole lock
         if encoded.written:
             self._rewrite_as_read(
                 segment, commit.commit_offset, written_end.commit_offset, then=b"".join(encoded.parts)

@@ -182,7 +182,7 @@ def test_python_writers_sharing_syncs_and_the_go_writer_lose_nothing(tmp_path: P
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     stop = tmp_path / "stop"
-    seconds = 60.0 if full_run else 12.0
+    seconds = 60.0 if full_run else 7.0
     kills = 6 if full_run else 2
     slots = 3
     # A small size limit: Python writers cut over under load, and the Go writer's cached segment goes stale.

@@ -278,7 +278,7 @@ def test_sigkill_of_writers_sharing_syncs_loses_no_acknowledged_record(tmp_path:
     removed while another writer's records follow them."""
     rng = random.Random(20261125)
     directory = tmp_path / "log"
-    duration = 90.0 if full_run else 15.0
+    duration = 90.0 if full_run else 8.0
     slots = 4
     acks = _Acks()
     started_children = 0
@@ -389,7 +389,7 @@ def test_failed_sync_of_one_sharing_writer_stops_it_alone(tmp_path: Path, full_r
     acks = _Acks(acked={1: child_payload(1, 1)}, last_n={1: 1})
     for round_ in range(4 if full_run else 2):
         first = 2 + 3 * round_
-        deadline = time.monotonic() + 3.0
+        deadline = time.monotonic() + (3.0 if full_run else 2.0)
         failing = _Process(first, *_fork(partial(_append_until_the_sync_fails, directory, first, rng.randint(10, 40))))
         others = [
             _Process(child, *_fork(partial(_append_until, directory, child, deadline)))

@@ -363,7 +363,7 @@ def shared_workloads() -> list[Workload]:
         Workload("shared-three", three),
         # Zero-filled space: P3 (a write torn at every byte) adds little to the other workloads' and costs most.
         Workload("shared-preallocated", three, {"preallocate": 1024}, models=("P0", "P1", "P2")),
-        Workload("shared-strict", two, {"durability": "strict"}),
+        Workload("shared-strict", two, {"durability": "strict"}, models=("P0", "P1", "P2")),
     ]
 
 
