@@ -146,13 +146,16 @@ class RecoveryMixin(CutoverMixin):
         probe = self._fs.pread(segment.fd, RECORD_HEADER_SIZE, at)
         return probe == ZERO_CHUNK[: len(probe)]
 
-    def _rewrite_as_read(self, segment: OpenSegment, start: int, end: int, then: bytes = b"") -> None:
-        """Write the header and the bytes ``start`` to ``end`` again, exactly as read, followed by ``then``.
+    def _rewrite_as_read(
+        self, segment: OpenSegment, start: int, end: int, then: bytes = b"", *, header: bytes | None = None
+    ) -> None:
+        """Write the header (``header``: as just read under the same lock) and the bytes ``start`` to ``end``
+        again, exactly as read, followed by ``then``.
 
         After a failed sync Linux may have marked those pages clean, so what is read may never have reached
         the disk: written again, the next sync puts them there before a slot covers them (W-23, W-43).
         """
-        self._fs.pwrite(segment.fd, self._fs.pread(segment.fd, HEADER_SIZE, 0), 0)
+        self._fs.pwrite(segment.fd, header or self._fs.pread(segment.fd, HEADER_SIZE, 0), 0)
         walked = self._fs.pread(segment.fd, end - start, start) if end > start else b""
         if walked or then:
             self._fs.pwrite(segment.fd, walked + then, start)

@@ -91,8 +91,13 @@ class SharedCommitMixin(RecoveryMixin):
         if self._due_for_cutover(segment, written_end.commit_offset, left_over=bool(encoded.rest)):
             return None  # a cutover first, under the whole lock
         if encoded.written:
+            # The header _read_commit read above, under this same hold of the append lock: not read again.
             self._rewrite_as_read(
-                segment, commit.commit_offset, written_end.commit_offset, then=b"".join(encoded.parts)
+                segment,
+                commit.commit_offset,
+                written_end.commit_offset,
+                then=b"".join(encoded.parts),
+                header=segment.header_image,
             )
         return segment, commit.generation, encoded
 

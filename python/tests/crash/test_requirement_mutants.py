@@ -447,8 +447,8 @@ def test_w43_shared_sync_without_writing_the_unpublished_records_again_is_caught
         Writer,
         "_write_shared",
         (
-            "segment, commit.commit_offset, written_end.commit_offset, then=",
-            "segment, written_end.commit_offset, written_end.commit_offset, then=",
+            "segment,\n            commit.commit_offset,\n            written_end.commit_offset,",
+            "segment,\n            written_end.commit_offset,\n            written_end.commit_offset,",
         ),
     )
     failure_of(failed_sync_tests.test_a_writer_sharing_syncs_writes_again_what_a_failed_sync_left_unpublished, tmp_path)
@@ -463,7 +463,7 @@ def test_w43_shared_sync_without_writing_the_header_again_is_caught(
         monkeypatch,
         Writer,
         "_rewrite_as_read",
-        ("self._fs.pwrite(segment.fd, self._fs.pread(segment.fd, HEADER_SIZE, 0), 0)", "pass"),
+        ("self._fs.pwrite(segment.fd, header or self._fs.pread(segment.fd, HEADER_SIZE, 0), 0)", "pass"),
     )
     failure_of(failed_sync_tests.test_a_writer_sharing_syncs_writes_again_what_a_failed_sync_left_unpublished, tmp_path)
 

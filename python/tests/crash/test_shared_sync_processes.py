@@ -23,7 +23,6 @@ import select
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -40,6 +39,7 @@ from openbinlog._segment import CommitState
 
 from .checker import describe, read_log
 from .kill_child import child_payload, parse_payload
+from .test_sigkill import fork_running
 
 pytestmark = pytest.mark.skipif(
     not SHARED_SYNC_SUPPORTED, reason="writers share syncs only with open file description locks (spec 6.8)"
@@ -63,10 +63,12 @@ class _ObservedWriter(Writer):
         self.marks.add("s" if shared else "w")
         return shared
 
-    def _rewrite_as_read(self, segment: OpenSegment, start: int, end: int, then: bytes = b"") -> None:
+    def _rewrite_as_read(
+        self, segment: OpenSegment, start: int, end: int, then: bytes = b"", *, header: bytes | None = None
+    ) -> None:
         if then and end > start:
             self.marks.add("c")
-        super()._rewrite_as_read(segment, start, end, then)
+        super()._rewrite_as_read(segment, start, end, then, header=header)
 
     def _publish_shared(self, segment: OpenSegment, seen: int, end: CommitState) -> None:
         current = self._read_commit(segment)
@@ -88,30 +90,18 @@ def _append(writer: _ObservedWriter, child: int, n: int, count: int) -> list[Ref
     return [writer.append(child_payload(child, n + 1))]
 
 
-def _append_until_killed(directory: Path, child: int, durability: str, out_fd: int) -> None:
+def _append_until(
+    directory: Path, child: int, out_fd: int, *, durability: str = "sync", deadline: float | None = None
+) -> None:
+    """Append through a writer that shares its syncs until ``deadline`` (the system's monotonic clock), then
+    close; without a deadline, until killed."""
     writer = _ObservedWriter(directory, durability=durability)  # type: ignore[arg-type]
     with writer:
         if not writer._shares_sync:
             raise AssertionError("the writer does not share its syncs")
         _say(out_fd, "opened")
         n = count = 0
-        while True:
-            count += 1
-            writer.marks = set()
-            refs = _append(writer, child, n, count)
-            marks = "".join(sorted(writer.marks)) or "-"
-            for ref in refs:
-                n += 1
-                _say(out_fd, f"ack {ref.index} {n} {marks}")
-
-
-def _append_until(directory: Path, child: int, deadline: float, out_fd: int) -> None:
-    """Append until ``deadline`` (the system's monotonic clock), then close."""
-    writer = _ObservedWriter(directory)
-    with writer:
-        _say(out_fd, "opened")
-        n = count = 0
-        while time.monotonic() < deadline:
+        while deadline is None or time.monotonic() < deadline:
             count += 1
             writer.marks = set()
             refs = _append(writer, child, n, count)
@@ -151,24 +141,6 @@ def _append_until_the_sync_fails(directory: Path, child: int, fail_at: int, out_
                 _say(out_fd, f"error append {n + 1} returned {[ref.index for ref in refs]} after the failed sync")
             n += 2
     _say(out_fd, "done")
-
-
-def _fork(target: Callable[[int], None]) -> tuple[int, int]:
-    """Run ``target(write_end)`` in a forked process; return its pid and the read end of its pipe."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        code = 0
-        try:
-            os.close(read_end)
-            target(write_end)
-        except BaseException as exc:
-            _say(write_end, f"error {describe(exc)}")
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    return pid, read_end
 
 
 @dataclass
@@ -292,7 +264,7 @@ def test_sigkill_of_writers_sharing_syncs_loses_no_acknowledged_record(tmp_path:
         started_children += 1
         child, durability = started_children, rng.choice(SHARED_DURABILITIES)
         durabilities[durability] += 1
-        pid, fd = _fork(lambda out_fd: _append_until_killed(directory, child, durability, out_fd))
+        pid, fd = fork_running(partial(_append_until, directory, child, durability=durability))
         return _Process(child, pid, fd)
 
     def kill(process: _Process) -> None:
@@ -390,9 +362,11 @@ def test_failed_sync_of_one_sharing_writer_stops_it_alone(tmp_path: Path, full_r
     for round_ in range(4 if full_run else 2):
         first = 2 + 3 * round_
         deadline = time.monotonic() + (3.0 if full_run else 2.0)
-        failing = _Process(first, *_fork(partial(_append_until_the_sync_fails, directory, first, rng.randint(10, 40))))
+        failing = _Process(
+            first, *fork_running(partial(_append_until_the_sync_fails, directory, first, rng.randint(10, 40)))
+        )
         others = [
-            _Process(child, *_fork(partial(_append_until, directory, child, deadline)))
+            _Process(child, *fork_running(partial(_append_until, directory, child, deadline=deadline)))
             for child in (first + 1, first + 2)
         ]
         acked_after_failure = _run_until_exit([failing, *others], failing, timeout=30.0)

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,14 +105,16 @@ def supervise(pid: int, fd: int, *, kill_after_acks: int | None, delay: float) -
     return ChildRun(buffer.decode().splitlines(), status)
 
 
-def fork_child(directory: Path, options: ChildOptions) -> tuple[int, int]:
+def fork_running(target: Callable[[int], None]) -> tuple[int, int]:
+    """Run ``target(write_end)`` in a forked process; return its pid and the read end of its pipe, on which
+    an exception of the child arrives as an ``error`` line."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         code = 0
         try:
             os.close(read_end)
-            run_child(str(directory), options, write_end)
+            target(write_end)
         except BaseException as exc:
             os.write(write_end, f"error {describe(exc)}\n".encode())
             code = 1
@@ -119,6 +122,10 @@ def fork_child(directory: Path, options: ChildOptions) -> tuple[int, int]:
             os._exit(code)
     os.close(write_end)
     return pid, read_end
+
+
+def fork_child(directory: Path, options: ChildOptions) -> tuple[int, int]:
+    return fork_running(lambda write_end: run_child(str(directory), options, write_end))
 
 
 def exec_child(directory: Path, options: ChildOptions) -> tuple[int, int, subprocess.Popen[bytes]]:
