@@ -8,13 +8,14 @@ per commit, group commit across threads, several processes under a lock),
 """
 
 from ._format import FIRST_INDEX, HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SIGNATURE
+from ._index_build import IndexBuild, build_index, build_indexes
 from ._maintenance import CODECS, Compressed, RepairReport, RetentionDecision, compress_segments, repair, retain
 from ._optional import MissingExtraError
 from ._reader import Reader, last_entry, read_all
 from ._records import Entry, RecordDecoder, TailStop, encode_record
 from ._recovery import RecoveryAction
 from ._ref import Ref
-from ._split import read_split
+from ._split import read_split, split_offsets
 from ._stat import SegmentStat, stat
 from ._subscribers import (
     Subscriber,
@@ -84,6 +85,7 @@ __all__ = [
     "Damage",
     "Durability",
     "Entry",
+    "IndexBuild",
     "IndexDiscontinuityError",
     "InvalidRefError",
     "LegacyLogError",
@@ -115,6 +117,8 @@ __all__ = [
     "WriterFailedError",
     "__version__",
     "add_subscriber",
+    "build_index",
+    "build_indexes",
     "build_info",
     "commit_checkpoint",
     "compress_segments",
@@ -129,6 +133,7 @@ __all__ = [
     "repair",
     "reset_subscriber",
     "retain",
+    "split_offsets",
     "stat",
     "verify",
 ]

@@ -124,6 +124,36 @@ LegacyHeader = Struct(
 )
 LegacyLength = Int32sb
 
+# Section 18 (spec/index.md): the sparse index of a finished segment, NNNNNNNN.idx.
+INDEX_SIGNATURE = b"\x89BLIDX\r\n"
+INDEX_VERSION = 1
+INDEX_HEADER_SIZE = 72
+INDEX_ENTRY_SIZE = 32
+
+IndexHeader = Struct(
+    "signature" / Bytes(8),
+    "version" / Int16ub,
+    "segment_version" / Int16ub,
+    "log_number" / Int32ub,
+    "log_id" / Bytes(16),
+    "base_index" / Int64ub,
+    "segment_end" / Int64ub,
+    "end_index" / Int64ub,
+    "entry_count" / Int64ub,
+    "interval" / Int32ub,
+    "header_crc" / Int32ub,
+)
+INDEX_HEADER_CRC_COVERS = slice(0, 68)
+
+IndexEntry = Struct(
+    "index" / Int64ub,
+    "offset" / Int64ub,
+    "timestamp_us" / Int64sb,
+    "span_crc" / Int32ub,
+    "entry_crc" / Int32ub,
+)
+INDEX_ENTRY_CRC_COVERS = slice(0, 28)
+
 RefBinary = Struct(
     "log_number" / Int32ub,
     "offset" / Int64ub,
@@ -147,6 +177,7 @@ def fast_struct(declaration: Construct) -> struct.Struct:
 
 
 RECORD_HEADER = fast_struct(RecordHeader)
+INDEX_ENTRY = fast_struct(IndexEntry)
 COMMIT_SLOT = fast_struct(CommitSlot)
 MIRROR = fast_struct(MirrorFields)
 
@@ -156,7 +187,14 @@ assert MIRROR.size == MirrorFields.sizeof() == 18
 assert Struct(*_SEED_FIELDS[:2]).sizeof() == MIRROR_OFFSET
 assert SegmentHeader.sizeof() == HEADER_SIZE
 assert LegacyHeader.sizeof() == LEGACY_FIRST_RECORD_OFFSET
+assert IndexHeader.sizeof() == INDEX_HEADER_SIZE
+assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE == IndexEntry.sizeof()
 
 
 def segment_name(log_number: int) -> str:
     return f"{log_number:08d}.dat"
+
+
+def index_name(log_number: int) -> str:
+    """The sparse index of segment ``log_number`` (spec 18.2)."""
+    return f"{log_number:08d}.idx"

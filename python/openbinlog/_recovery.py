@@ -26,11 +26,13 @@ from .walk import TailScan, all_zero, is_blank, next_entries, read_header, tail_
 CUTOVER_TEMP = re.compile(r"\.[0-9]{8}\.dat\.[0-9a-f]+\.tmp")
 # Left by compression (section 2.6): stale unless the compressing process holds it.
 COMPRESSION_TEMP = re.compile(r"\.[0-9]{8}\.dat\.(?:gz|zst)\.[0-9a-f]+\.tmp")
+# Left by an index builder (section 18.4): stale unless the building process holds it.
+INDEX_TEMP = re.compile(r"\.[0-9]{8}\.idx\.[0-9a-f]+\.tmp")
 
 
 def is_temp_name(name: str) -> bool:
     """A temporary file of section 7.4 (``fullmatch``: no trailing newline, ASCII digits only)."""
-    return CUTOVER_TEMP.fullmatch(name) is not None or COMPRESSION_TEMP.fullmatch(name) is not None
+    return any(pattern.fullmatch(name) is not None for pattern in (CUTOVER_TEMP, COMPRESSION_TEMP, INDEX_TEMP))
 
 
 @dataclass

@@ -10,7 +10,7 @@ import errno
 import os
 import stat
 
-from ._format import COMPRESSED_SUFFIXES, LOCK_NAME, SEGMENT_NAME, segment_name
+from ._format import COMPRESSED_SUFFIXES, LOCK_NAME, SEGMENT_NAME, index_name, segment_name
 from ._fs import pread
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo
 from .compressed import CompressedSegment
@@ -176,3 +176,37 @@ class LocalDirectory:
             return SegmentFile(self.path, log)
         except NotALogError:
             return None  # no name of it is left: removed since the listing
+
+    def open_index(self, log: int) -> IndexFile | None:
+        """The sparse index of segment ``log`` (spec 18), or None when there is none or it cannot be opened:
+        an index only costs or saves time (R-33, R-47)."""
+        path = os.path.join(self.path, index_name(log))
+        try:
+            return IndexFile(_open_regular(path), path)
+        except OSError:
+            return None
+
+
+class IndexFile:
+    """An index file opened read-only; a read that fails reads as an index that is not there (R-47)."""
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        try:
+            return pread(self.fd, size, offset)
+        except OSError as exc:
+            raise BinlogIOError(f"read of the index failed: {exc.strerror}", path=self.path, offset=offset) from exc
+
+    def size(self) -> int:
+        try:
+            return os.fstat(self.fd).st_size
+        except OSError as exc:  # pragma: no cover - fstat of an open descriptor
+            raise BinlogIOError(f"fstat failed: {exc.strerror}", path=self.path) from exc
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd = -1

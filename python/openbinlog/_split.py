@@ -2,14 +2,64 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
+from ._format import HEADER_SIZE
 from ._records import Entry
 from ._segment import LegacyHeaderInfo
-from ._segment_file import LocalDirectory
+from ._segment_file import LocalDirectory, SegmentFile
 from .errors import NotALogError, UnsupportedVersionError
-from .walk import SegmentWalk, end_in, is_blank, is_last, split_range
+from .walk import SegmentWalk, end_in, indexed_cuts, is_blank, is_last, split_range
+
+
+def split_offsets(directory: str | os.PathLike[str], log: int, parts: int) -> list[int]:
+    """Where to cut segment ``log`` into about ``parts`` splits for ``read_split``: ascending start offsets,
+    256 first; the last split stops at the segment's end (any stop beyond it).
+
+    With a usable sparse index the cuts are checked entries (spec 18.5):
+    record boundaries, so consecutive splits are exact even where payloads
+    hold valid records of the log. Without one they are equal fractions of
+    the segment, where ``read_split`` searches for a boundary (spec 10.5).
+    A blank last segment is one empty split.
+    """
+    if parts < 1:
+        raise ValueError(f"parts must be at least 1, got {parts}")
+    path = os.fspath(directory)
+    logs = LocalDirectory(path)
+    with _split_segment(logs, log) as segment:
+        if segment is None:
+            return [HEADER_SIZE]
+        header = segment.header()
+        assert not isinstance(header, LegacyHeaderInfo)  # refused by _split_segment
+        end = end_in(logs, segment, header, logs.segments())
+        cuts = indexed_cuts(logs, segment, header, end, parts)
+        if cuts is not None:
+            return cuts
+        span = max(end.offset - HEADER_SIZE, 0)
+        return sorted({HEADER_SIZE + span * part // parts for part in range(parts)})
+
+
+@contextlib.contextmanager
+def _split_segment(logs: LocalDirectory, log: int) -> Iterator[SegmentFile | None]:
+    """Segment ``log`` opened for splitting; None for a blank last segment, which holds no records
+    (spec 3.5). A missing segment, and a version 1 one, which cannot be split, raise."""
+    segment = logs.open(log)
+    if segment is None:
+        raise NotALogError(f"segment {log} does not exist", path=logs.path, log=log)
+    with segment:
+        if is_blank(segment) and is_last(log, logs.segments()):
+            yield None
+            return
+        if isinstance(segment.header(), LegacyHeaderInfo):
+            raise UnsupportedVersionError(
+                "legacy version 1 segments cannot be split",
+                path=segment.path,
+                log=log,
+                offset=4,  # the version field
+            )
+        yield segment
 
 
 def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: int) -> Iterator[Entry]:
@@ -22,22 +72,12 @@ def read_split(directory: str | os.PathLike[str], log: int, start: int, stop: in
     Consecutive splits ``[a, b)``, ``[b, c)`` ... therefore return every
     record of the segment exactly once, or one of them raises.
     """
-    path = os.fspath(directory)
-    logs = LocalDirectory(path)
-    segment = logs.open(log)
-    if segment is None:
-        raise NotALogError(f"segment {log} does not exist", path=path, log=log)
-    with segment:
-        if is_blank(segment) and is_last(log, logs.segments()):
-            return  # a blank last segment holds no records (spec 3.5)
+    logs = LocalDirectory(os.fspath(directory))
+    with _split_segment(logs, log) as segment:
+        if segment is None:
+            return
         header = segment.header()
-        if isinstance(header, LegacyHeaderInfo):
-            raise UnsupportedVersionError(
-                "legacy version 1 segments cannot be split",
-                path=segment.path,
-                log=log,
-                offset=4,  # the version field
-            )
+        assert not isinstance(header, LegacyHeaderInfo)  # refused by _split_segment
         end = end_in(logs, segment, header, logs.segments())
         planned = split_range(segment, header=header, end=end, start=start, stop=stop)
         if planned is None:

@@ -26,7 +26,15 @@ from typing import Literal
 from ._buffered import BufferedMixin
 from ._commit import CommitMixin
 from ._cutover import CutoverMixin
-from ._format import HEADER_SIZE, LOCK_NAME, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SEGMENT_NAME
+from ._format import (
+    HEADER_SIZE,
+    LOCK_NAME,
+    MAX_PAYLOAD_SIZE,
+    NO_ASQN,
+    RECORD_HEADER_SIZE,
+    SEGMENT_NAME,
+    index_name,
+)
 from ._fs import SHARED_SYNC_SUPPORTED, FileSystem, OsFileSystem
 from ._group_commit import GroupCommit, Ticket
 from ._ref import Ref
@@ -327,6 +335,8 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
                     sealed = not isinstance(header, LegacyHeaderInfo) and lowest.commit(header).closed
                 if not sealed:
                     break
+                if index_name(logs[0]) in names:  # an index goes before its segment (spec 18.4)
+                    self._fs.unlink(self._path(index_name(logs[0])))
                 for name in files[logs[0]]:  # the segment and any compressed copy of it
                     self._fs.unlink(self._path(name))
                 self._fs.fsync_dir(self.directory)

@@ -36,11 +36,13 @@ from typing import Any, BinaryIO, NoReturn
 import click
 
 from ._format import HEADER_SIZE, RECORD_HEADER_SIZE
+from ._index_build import build_index
 from ._maintenance import CODECS, compress_segments, repair, retain
 from ._reader import Reader
 from ._records import Entry
 from ._ref import Ref
-from ._segment_file import require_log_directory
+from ._segment_file import LocalDirectory, require_log_directory
+from ._sparse_index import DEFAULT_INTERVAL, MAX_INTERVAL
 from ._stat import SegmentStat, stat
 from ._subscribers import (
     SubscriberInfo,
@@ -1234,6 +1236,44 @@ def compress(directory: str, codec: str, dry_run: bool, as_json: bool) -> None:
     elif not dry_run and len(done) > 1:
         before, after = sum(d.original_bytes for d in done), sum(d.compressed_bytes for d in done)
         click.echo(f"{len(done)} segments compressed: {_shrunk(before, after)}")
+
+
+@main.command("index")
+@log_dir
+@click.option(
+    "--interval",
+    type=click.IntRange(1, MAX_INTERVAL),
+    default=DEFAULT_INTERVAL,
+    show_default=True,
+    metavar="BYTES",
+    help="Bytes between index entries: a seek walks about this far from the entry before its target.",
+)
+@json_option
+def index_command(directory: str, interval: int, as_json: bool) -> None:
+    """Build the sparse index (NNNNNNNN.idx) of every finished segment, version 1 included.
+
+    Seeks (--from-index, --since) and split reads then start near their target
+    instead of walking whole segments. An index is never trusted: readers check
+    each entry against the records, and read correctly without any index. The
+    last segment is indexed once a cutover has finished it; a damaged segment
+    is not indexed, and the damage is reported (exit code 1).
+    """
+    with _progress("indexing", unit="segments") as advance:
+        results = []
+        for log in LocalDirectory(directory).segments():
+            results.append(build_index(directory, log, interval=interval))
+            advance(1)
+    damage = [result.damage for result in results if result.damage is not None]
+    if as_json:
+        _emit_json([{k: v for k, v in asdict(r).items() if k != "damage"} for r in results])
+    else:
+        for result in results:
+            name = os.path.basename(result.path)
+            if result.status == "skipped":
+                click.echo(f"{name}: not built, {result.reason}")
+            else:
+                click.echo(f"{name}: {result.status}, {result.entries} entries")
+    _raise_damage(damage)
 
 
 def _shrunk(before: int, after: int) -> str:

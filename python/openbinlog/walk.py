@@ -20,6 +20,8 @@ Where each rule of the walk lives:
 - chain (spec 8.6, Appendix B.4): ``next_segment``
 - the walk of a whole log (spec 10.2, 10.3, 10.6): ``LogWalk``
 - starting at an index or a time: ``seek_segment`` picks the segment, ``LogWalk.seek`` walks from it
+- the sparse index (spec 18.5): ``usable_index`` (the index check), ``entry_reached`` (the entry check),
+  ``indexed_start`` (a seek's start), ``indexed_cuts`` (split starts)
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from ._format import (
     FRAME_DATA,
     FRAME_FIRST_SKIPPABLE,
     HEADER_SIZE,
+    INDEX_ENTRY_SIZE,
+    INDEX_HEADER_SIZE,
     LEGACY_FIRST_RECORD_OFFSET,
     LEGACY_LENGTH_SIZE,
     MAX_RECORD_LENGTH,
@@ -44,11 +48,13 @@ from ._format import (
     RECORD_HEADER_SIZE,
     SLOT_OFFSETS,
     SLOT_SIZE,
+    VERSION_2,
 )
 from ._legacy import LegacyRun, legacy_entries, legacy_runs
 from ._records import BATCH_ENTRIES, Entry, RecordDecoder, TailStop
 from ._ref import Ref
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, active_commit, decode_slot, parse_header
+from ._sparse_index import IndexEntryInfo, IndexInfo, decode_entry, entry_offset, last_before, parse_index_header
 from .errors import (
     AmbiguousSplitError,
     AsqnNotIncreasingError,
@@ -155,6 +161,17 @@ class Directory(Protocol):
         """Segment ``log``, or None when no name of it exists any more."""
         ...
 
+    def open_index(self, log: int) -> IndexSource | None:
+        """The sparse index of segment ``log`` (spec 18), or None when there is none or it cannot be read:
+        an index is never needed to read a log (R-33)."""
+        ...
+
+
+class IndexSource(Source, Protocol):
+    """An index file opened for reading."""
+
+    def close(self) -> None: ...
+
 
 class BytesSource:
     """A segment held in memory."""
@@ -182,10 +199,13 @@ class MemorySegment(BytesSource):
 
 
 class MemoryDirectory:
-    """A log directory held in memory: segment numbers and their bytes."""
+    """A log directory held in memory: segment numbers and their bytes, and index files by log number."""
 
-    def __init__(self, segments: dict[int, bytes], path: str = "<memory>") -> None:
+    def __init__(
+        self, segments: dict[int, bytes], path: str = "<memory>", indexes: dict[int, bytes] | None = None
+    ) -> None:
         self.files = dict(segments)
+        self.indexes = dict(indexes or {})
         self.path = path
 
     def segments(self) -> list[int]:
@@ -193,6 +213,10 @@ class MemoryDirectory:
 
     def open(self, log: int) -> MemorySegment | None:
         data = self.files.get(log)
+        return None if data is None else MemorySegment(data, path=self.path, log=log)
+
+    def open_index(self, log: int) -> MemorySegment | None:
+        data = self.indexes.get(log)
         return None if data is None else MemorySegment(data, path=self.path, log=log)
 
 
@@ -1216,6 +1240,150 @@ def _search(directory: Directory, present: Sequence[int], last: int, target: See
     return low
 
 
+# -- the sparse index (spec 18.5) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexView:
+    """An index that passed the index check of spec 18.5, over the segment it describes."""
+
+    source: IndexSource
+    info: IndexInfo
+
+    def entry(self, k: int) -> IndexEntryInfo | None:
+        """Entry ``k``, or None when its ``entry_crc`` fails (the index is then not used there)."""
+        return decode_entry(self.source.read_at(entry_offset(k), INDEX_ENTRY_SIZE))
+
+
+def usable_index(index: IndexSource | None, header: SegmentHeaderInfo, end: SegmentEnd) -> IndexView | None:
+    """Spec 18.5, the index check: ``index`` describes this finished segment as it is; None otherwise.
+
+    An index that fails is ignored, never reported (R-47): it is not part of the log.
+    """
+    if index is None or not end.final:
+        return None
+    try:
+        info = parse_index_header(index.read_at(0, INDEX_HEADER_SIZE))
+        size = index.size()
+    except BinlogIOError:
+        return None  # an index that cannot be read costs speed, not records (R-33)
+    if (
+        info is None
+        or (info.segment_version, info.log, info.log_id) != (VERSION_2, header.log, header.log_id)
+        or (info.base_index, info.segment_end, info.end_index) != (header.base_index, end.offset, end.index)
+        or info.interval < 1
+        or info.entry_count > end.index - header.base_index
+        or size != info.file_size
+    ):
+        return None
+    return IndexView(index, info)
+
+
+def entry_reached(segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd, view: IndexView, k: int) -> bool:
+    """Spec 18.5, the entry check: entry ``k`` points to a record boundary of the segment, with its index and time.
+
+    A walk from entry k-1 (from offset 256 for entry 0) must land on entry
+    k's offset, not step over it: a record embedded in a payload is stepped
+    over however valid it looks. Damage met on the way makes the entry
+    unusable, and is not reported: the caller walks from the segment's start
+    instead, and meets it there.
+    """
+    entry = view.entry(k)
+    previous = view.entry(k - 1) if k > 0 else IndexEntryInfo(header.base_index, HEADER_SIZE, 0)
+    if entry is None or previous is None:
+        return False
+    # Entry 0 may be the record at 256 itself; any other lies strictly after the entry it is walked from.
+    after = previous.offset < entry.offset and previous.index < entry.index
+    if not (
+        HEADER_SIZE <= previous.offset <= entry.offset < end.offset
+        and header.base_index <= previous.index <= entry.index < end.index
+        and (after or k == 0)
+    ):
+        return False
+    walk = SegmentWalk(
+        segment, path=segment.path, header=header, end=end, start=previous.offset, next_index=previous.index
+    )
+    try:
+        while batch := walk.next_batch():
+            for record in batch:
+                if record.offset >= entry.offset:
+                    return (record.offset, record.index, record.timestamp_us) == (
+                        entry.offset,
+                        entry.index,
+                        entry.timestamp_us,
+                    )
+    except BinlogIOError:
+        raise
+    except BinlogError:
+        return False
+    return False
+
+
+def open_index(
+    directory: Directory, segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd
+) -> IndexView | None:
+    """The index of ``segment`` when it passes the index check; the caller closes ``view.source``."""
+    index = directory.open_index(header.log)
+    view = usable_index(index, header, end)
+    if view is None and index is not None:
+        index.close()
+    return view
+
+
+def indexed_start(
+    directory: Directory, segment: SegmentSource, header: SegmentHeaderInfo, target: Seek
+) -> tuple[int, int] | None:
+    """Spec 18.5, SEEK with an index: the offset and index of the checked entry a seek of ``target`` in
+    ``segment`` starts at; None to start at the segment's first record."""
+    end = end_in(directory, segment, header, directory.segments())
+    view = open_index(directory, segment, header, end)
+    if view is None:
+        return None
+    try:
+        if target.index is not None:
+            wanted = target.index
+            k = last_before(view.info.entry_count, view.entry, lambda entry: entry.index <= wanted)
+        else:
+            assert target.time_us is not None
+            time_us = target.time_us
+            k = last_before(view.info.entry_count, view.entry, lambda entry: entry.timestamp_us < time_us)
+        if k is None or k < 0 or not entry_reached(segment, header, end, view, k):
+            return None
+        entry = view.entry(k)
+        assert entry is not None  # checked by entry_reached
+        return entry.offset, entry.index
+    finally:
+        view.source.close()
+
+
+def indexed_cuts(
+    directory: Directory, segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd, parts: int
+) -> list[int] | None:
+    """Spec 18.5, SPLIT with an index: up to ``parts`` split starts, 256 first, the others at checked entries
+    near equal fractions of the segment; None when the segment has no usable index."""
+    view = open_index(directory, segment, header, end)
+    if view is None:
+        return None
+    try:
+        cuts = [HEADER_SIZE]
+        span = end.offset - HEADER_SIZE
+        for part in range(1, parts):
+            wanted = HEADER_SIZE + span * part // parts
+
+            def before(entry: IndexEntryInfo, at: int = wanted) -> bool:
+                return entry.offset <= at
+
+            k = last_before(view.info.entry_count, view.entry, before)
+            if k is None:
+                return None
+            entry = view.entry(k) if k >= 0 else None
+            if entry is not None and entry.offset > cuts[-1] and entry_reached(segment, header, end, view, k):
+                cuts.append(entry.offset)
+        return cuts
+    finally:
+        view.source.close()
+
+
 # -- the walk of a log -------------------------------------------------------------
 
 
@@ -1242,7 +1410,9 @@ class LogWalk:
 
     # -- positioning --
 
-    def _enter(self, segment: SegmentSource, header: Header, *, next_index: int, last_asqn: int) -> None:
+    def _enter(
+        self, segment: SegmentSource, header: Header, *, next_index: int, last_asqn: int, start: int = HEADER_SIZE
+    ) -> None:
         self.close()
         self._segment, self._header = segment, header
         if isinstance(header, LegacyHeaderInfo):
@@ -1264,6 +1434,7 @@ class LogWalk:
             path=segment.path,
             header=header,
             end=segment_end(segment, header, None),  # up to C; END runs again there (``refresh``)
+            start=start,
             next_index=next_index,
             last_asqn=last_asqn,
             tolerant=self.tolerant,
@@ -1279,7 +1450,14 @@ class LogWalk:
             if opened is None:
                 return False
             segment, header = opened
-            self._enter(segment, header, next_index=_first_index(header, 1), last_asqn=NO_ASQN)
+            start, first = HEADER_SIZE, _first_index(header, 1)
+            if isinstance(header, SegmentHeaderInfo):
+                try:
+                    start, first = indexed_start(self.directory, segment, header, self._seek) or (start, first)
+                except BaseException:
+                    segment.close()
+                    raise
+            self._enter(segment, header, next_index=first, last_asqn=NO_ASQN, start=start)
             return True
         while True:
             present = self.directory.segments()

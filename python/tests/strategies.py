@@ -132,6 +132,13 @@ seek_logs = st.tuples(
     st.integers(min_value=0, max_value=3),
 )
 
+# What happens to the index files of a log (test_sparse_index.py): nothing, removal, damage, or a lie told
+# with valid checksums (entries moved, renumbered or retimed; a segment end that is not the segment's; another
+# log's index).
+index_faults = st.sampled_from(
+    ["good", "missing", "torn", "flipped", "garbage", "lie_offset", "lie_index", "lie_time", "lie_end", "other_log"]
+)
+
 # What a process-mode buffer is asked to do (test_record_buffer.py): appends (a payload or a value
 # that is no plain payload, an asqn or a value that is no plain asqn, a clock reading) and takes.
 _odd_values = st.sampled_from([True, 2**63, -2, 1.5, "text", None])

@@ -28,7 +28,7 @@ from openbinlog_conformance import Manifest, load
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "spec"
 # The spec's normative documents.
-NORMATIVE = ("format.md", "protocols.md", "readers.md", "legacy-v1.md")
+NORMATIVE = ("format.md", "protocols.md", "readers.md", "legacy-v1.md", "index.md")
 MUTANTS_DIR = ROOT / "conformance" / "mutants"
 MUTANT_TESTS = Path(__file__).resolve().parent / "crash" / "test_requirement_mutants.py"
 KINDS = ("conformance:", "pytest:", "unmutable: ")

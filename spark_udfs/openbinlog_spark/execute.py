@@ -193,3 +193,7 @@ class PlannedDirectory:
                 raise  # planned, then gone: an error, never a log that silently ends early
             del self.files[log]  # ignoreMissingFiles: the walk goes on as if it had never been listed
             return None
+
+    def open_index(self, log: int) -> None:
+        """Planned reads walk without sparse indexes for now: an index only saves time (R-33)."""
+        return None

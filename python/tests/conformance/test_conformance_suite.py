@@ -51,7 +51,8 @@ def test_gen_fixtures_check_names_a_changed_byte_and_a_stale_file(tmp_path: Path
 
 def spec_requirements() -> set[str]:
     text = "".join(
-        (REPO / "spec" / doc).read_text() for doc in ("format.md", "protocols.md", "readers.md", "legacy-v1.md")
+        (REPO / "spec" / doc).read_text()
+        for doc in ("format.md", "protocols.md", "readers.md", "legacy-v1.md", "index.md")
     )
     return set(re.findall(r"\*\*([RW]-\d+)\*\*", text))
 
@@ -122,7 +123,8 @@ def test_negative_cases_state_their_error_position(manifest: Manifest) -> None:
 def spec_vector(name: str) -> bytes:
     """The bytes of a hex test vector of spec appendix A."""
     text = "".join(
-        (REPO / "spec" / doc).read_text() for doc in ("format.md", "protocols.md", "readers.md", "legacy-v1.md")
+        (REPO / "spec" / doc).read_text()
+        for doc in ("format.md", "protocols.md", "readers.md", "legacy-v1.md", "index.md")
     )
     block = re.search(rf"```hex {name}\n(.*?)```", text, re.S)
     assert block is not None, name

@@ -1,0 +1,194 @@
+"""Building the sparse indexes of finished segments (spec 18.3, 18.4): walk, pick entries, write aside, rename.
+
+The walk is the reader's (``openbinlog.walk``): a segment is indexed only
+when its walk from the first record to S meets no damage. The file is
+written under a temporary name this process holds (so no writer's clean-up
+takes it), synced, and renamed into place holding the log's lock, and only
+while the segment is still there (retention removes an index before its
+segment). Nothing here runs in a writer's commit path (W-45).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ._crc import crc32c, mask
+from ._format import LOCK_NAME, VERSION_2, VERSION_LEGACY, index_name
+from ._fs import OsFileSystem, sync_directory
+from ._segment import LegacyHeaderInfo
+from ._segment_file import LocalDirectory, find_segment, io_error, require_log_directory
+from ._sparse_index import DEFAULT_INTERVAL, EntryRule, IndexEntryInfo, IndexInfo, encode_index
+from .errors import BinlogError, BinlogIOError
+from .walk import (
+    READ_CHUNK,
+    Damage,
+    Header,
+    LegacyWalk,
+    SegmentSource,
+    SegmentWalk,
+    end_in,
+    is_last,
+    legacy_end,
+    open_segment,
+)
+
+BUILT, UNCHANGED, SKIPPED = "built", "unchanged", "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexBuild:
+    """What ``build_index`` did for one segment: ``built``, ``unchanged`` (the file already held exactly
+    these bytes) or ``skipped`` (``reason`` says why; ``damage`` when the walk met damage)."""
+
+    log: int
+    status: str
+    path: str
+    entries: int = 0
+    reason: str = ""
+    damage: Damage | None = None
+
+
+def build_indexes(directory: str | os.PathLike[str], *, interval: int = DEFAULT_INTERVAL) -> list[IndexBuild]:
+    """Build the index of every finished segment of the log in ``directory`` (version 1 segments included)."""
+    path = os.fspath(directory)
+    require_log_directory(path)
+    logs = LocalDirectory(path).segments()
+    return [build_index(path, log, interval=interval) for log in logs]
+
+
+def build_index(directory: str | os.PathLike[str], log: int, *, interval: int = DEFAULT_INTERVAL) -> IndexBuild:
+    """Build (or build again) the index of segment ``log`` by spec 18.4, when the segment is finished and intact."""
+    path = os.fspath(directory)
+    target = os.path.join(path, index_name(log))
+    rule = EntryRule(interval)  # refuses a bad interval before anything is read
+    logs = LocalDirectory(path)
+    present = logs.segments()
+    if log not in present:
+        return IndexBuild(log, SKIPPED, target, reason="no such segment")
+    if is_last(log, present):
+        return IndexBuild(log, SKIPPED, target, reason="the last segment is not finished")
+    try:
+        opened = open_segment(logs, log, present)
+        if opened is None:
+            return IndexBuild(log, SKIPPED, target, reason="no such segment")
+        segment, header = opened
+        with contextlib.closing(segment):
+            info = _walk_entries(logs, segment, header, rule, present)
+            if info is None:
+                return IndexBuild(log, SKIPPED, target, reason="not finished")
+            entries = _with_span_crcs(segment, rule.entries, info.segment_end)
+    except BinlogIOError:
+        raise
+    except BinlogError as exc:
+        damage = Damage.from_error(exc, bytes_skipped=0, next_index=None)
+        return IndexBuild(log, SKIPPED, target, reason=f"damaged: {exc.error_class}", damage=damage)
+    data = encode_index(info, entries)
+    if _holds(target, data):
+        return IndexBuild(log, UNCHANGED, target, entries=len(entries))
+    if not _write_aside(path, log, data):
+        return IndexBuild(log, SKIPPED, target, reason="removed while it was indexed")
+    return IndexBuild(log, BUILT, target, entries=len(entries))
+
+
+def _walk_entries(
+    logs: LocalDirectory, segment: SegmentSource, header: Header, rule: EntryRule, present: list[int]
+) -> IndexInfo | None:
+    """Walk the finished segment from its first record to S, offering each data record to ``rule``;
+    the index header; None when the segment is not finished. Damage raises."""
+    walk: SegmentWalk | LegacyWalk
+    if isinstance(header, LegacyHeaderInfo):
+        _, end = legacy_end(segment, header.log)
+        if not end.final:
+            return None
+        walk = LegacyWalk(segment, path=segment.path, log=header.log, end=end)
+        version, log_id, base_index = VERSION_LEGACY, bytes(16), 1
+    else:
+        end = end_in(logs, segment, header, present)
+        if not end.final:
+            return None
+        walk = SegmentWalk(segment, path=segment.path, header=header, end=end)
+        version, log_id, base_index = VERSION_2, header.log_id, header.base_index
+    next_index = base_index
+    while batch := walk.next_batch():
+        for record in batch:
+            rule.offer(record.index, record.offset, record.timestamp_us or 0)
+        next_index = batch[-1].index + 1
+    if walk.offset != end.offset:  # pragma: no cover - a committed-mode walk ends at S or raises
+        raise BinlogIOError("the walk ended before the segment end", path=segment.path, log=segment.log)
+    return IndexInfo(version, segment.log, log_id, base_index, end.offset, next_index, len(rule.entries), rule.interval)
+
+
+def _with_span_crcs(segment: SegmentSource, entries: list[IndexEntryInfo], end: int) -> list[IndexEntryInfo]:
+    """The entries with the CRC of the bytes each one's span holds (spec 18.2), read once in large chunks."""
+    done: list[IndexEntryInfo] = []
+    for k, entry in enumerate(entries):
+        stop = entries[k + 1].offset if k + 1 < len(entries) else end
+        crc, at = 0, entry.offset
+        while at < stop:
+            chunk = segment.read_at(at, min(READ_CHUNK, stop - at))
+            if not chunk:
+                raise BinlogIOError("the segment ended before its end", path=segment.path, log=segment.log, offset=at)
+            crc, at = crc32c(chunk, crc), at + len(chunk)
+        done.append(IndexEntryInfo(entry.index, entry.offset, entry.timestamp_us, mask(crc)))
+    return done
+
+
+def _holds(path: str, data: bytes) -> bool:
+    try:
+        with open(path, "rb") as existing:
+            return existing.read(len(data) + 1) == data
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _log_lock(path: str) -> Iterator[None]:
+    """The log's lock (spec 9) while an index is renamed into place; a directory without ``LOCK`` (a
+    version 1 log, which no writer of this format appends to) has no writer to exclude."""
+    fs = OsFileSystem()
+    try:
+        fd = os.open(
+            os.path.join(path, LOCK_NAME), os.O_RDWR | os.O_CLOEXEC
+        )  # a write lock needs a writable descriptor
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        fs.lock(fd)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_aside(path: str, log: int, data: bytes) -> bool:
+    """Spec 18.4 steps 3 to 6; False when the segment was removed meanwhile (the index is then not written)."""
+    fs = OsFileSystem()
+    temp = os.path.join(path, f".{index_name(log)}.{secrets.token_hex(8)}.tmp")
+    fd, named = -1, False
+    try:
+        fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+        named = True
+        fs.hold(fd)  # clean-up (spec 7.4) leaves a held temporary file alone
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        with _log_lock(path):
+            if find_segment(path, log) is None:
+                return False
+            os.rename(temp, os.path.join(path, index_name(log)))
+            named = False
+            sync_directory(path)
+        return True
+    except OSError as exc:
+        raise io_error(exc, temp, f"cannot write the index of segment {log}").located(log=log) from exc
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        if named:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
