@@ -8,7 +8,7 @@ per commit, group commit across threads, several processes under a lock),
 """
 
 from ._format import FIRST_INDEX, HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE, SIGNATURE
-from ._index_build import IndexBuild, build_index, build_indexes
+from ._index_build import IndexBuild, IndexNote, build_index, build_indexes, check_indexes
 from ._maintenance import CODECS, Compressed, RepairReport, RetentionDecision, compress_segments, repair, retain
 from ._optional import MissingExtraError
 from ._reader import Reader, last_entry, read_all
@@ -87,6 +87,7 @@ __all__ = [
     "Entry",
     "IndexBuild",
     "IndexDiscontinuityError",
+    "IndexNote",
     "InvalidRefError",
     "LegacyLogError",
     "LengthOutOfRangeError",
@@ -120,6 +121,7 @@ __all__ = [
     "build_index",
     "build_indexes",
     "build_info",
+    "check_indexes",
     "commit_checkpoint",
     "compress_segments",
     "encode_record",

@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ._crc import crc32c, mask
-from ._format import LOCK_NAME, VERSION_2, VERSION_LEGACY, index_name
+from ._format import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, LOCK_NAME, VERSION_2, VERSION_LEGACY, index_name
 from ._fs import OsFileSystem, sync_directory
 from ._segment import LegacyHeaderInfo
 from ._segment_file import LocalDirectory, find_segment, io_error, require_log_directory
-from ._sparse_index import DEFAULT_INTERVAL, EntryRule, IndexEntryInfo, IndexInfo, encode_index
+from ._sparse_index import (
+    DEFAULT_INTERVAL,
+    MAX_INTERVAL,
+    EntryRule,
+    IndexEntryInfo,
+    IndexInfo,
+    encode_index,
+    parse_index_header,
+)
 from .errors import BinlogError, BinlogIOError
 from .walk import (
     READ_CHUNK,
@@ -37,6 +46,7 @@ from .walk import (
 )
 
 BUILT, UNCHANGED, SKIPPED = "built", "unchanged", "skipped"
+INDEX_NAME = re.compile(r"[0-9]{8}\.idx")  # fullmatch: ASCII digits, nothing after (spec 2.1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +74,64 @@ def build_index(directory: str | os.PathLike[str], log: int, *, interval: int = 
     """Build (or build again) the index of segment ``log`` by spec 18.4, when the segment is finished and intact."""
     path = os.fspath(directory)
     target = os.path.join(path, index_name(log))
+    data = _index_bytes(path, log, interval)
+    if isinstance(data, IndexBuild):
+        return data
+    entries = (len(data) - INDEX_HEADER_SIZE) // INDEX_ENTRY_SIZE
+    if _holds(target, data):
+        return IndexBuild(log, UNCHANGED, target, entries=entries)
+    if not _write_aside(path, log, data):
+        return IndexBuild(log, SKIPPED, target, reason="removed while it was indexed")
+    return IndexBuild(log, BUILT, target, entries=entries)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexNote:
+    """What ``verify`` says of an index file: ``usable``, or not used and why. Never damage (R-47)."""
+
+    log: int
+    path: str
+    usable: bool
+    reason: str = ""
+
+
+def check_indexes(directory: str | os.PathLike[str]) -> list[IndexNote]:
+    """Each index file of the log, checked by building it again from its segment with its own interval:
+    the entry rule is fixed (spec 18.3), so a usable index holds exactly those bytes."""
+    path = os.fspath(directory)
+    try:
+        names = sorted(name for name in os.listdir(path) if INDEX_NAME.fullmatch(name))
+    except OSError as exc:
+        raise io_error(exc, path, "cannot list the log directory") from exc
+    return [_check_index(path, int(name[:8])) for name in names]
+
+
+def _check_index(path: str, log: int) -> IndexNote:
+    target = os.path.join(path, index_name(log))
+    try:
+        with open(target, "rb") as handle:
+            stored = handle.read()
+    except OSError as exc:
+        return IndexNote(log, target, False, f"cannot be read: {exc.strerror}")
+    info = parse_index_header(stored)
+    if info is None:
+        return IndexNote(log, target, False, "not an index this revision reads (signature, version or header CRC)")
+    if not 1 <= info.interval <= MAX_INTERVAL:
+        return IndexNote(log, target, False, f"interval {info.interval} out of range")
+    expected = _index_bytes(path, log, info.interval)
+    if isinstance(expected, IndexBuild):
+        return IndexNote(log, target, False, f"its segment cannot be indexed: {expected.reason}")
+    if stored == expected:
+        return IndexNote(log, target, True)
+    built = parse_index_header(expected)
+    if built != info:
+        return IndexNote(log, target, False, "stale: it describes another state of the segment")
+    return IndexNote(log, target, False, "its entries are not those the segment gives")
+
+
+def _index_bytes(path: str, log: int, interval: int) -> bytes | IndexBuild:
+    """The index file segment ``log`` gives with ``interval`` (spec 18.3, 18.4 steps 1 and 2), or why it has none."""
+    target = os.path.join(path, index_name(log))
     rule = EntryRule(interval)  # refuses a bad interval before anything is read
     logs = LocalDirectory(path)
     present = logs.segments()
@@ -86,12 +154,7 @@ def build_index(directory: str | os.PathLike[str], log: int, *, interval: int = 
     except BinlogError as exc:
         damage = Damage.from_error(exc, bytes_skipped=0, next_index=None)
         return IndexBuild(log, SKIPPED, target, reason=f"damaged: {exc.error_class}", damage=damage)
-    data = encode_index(info, entries)
-    if _holds(target, data):
-        return IndexBuild(log, UNCHANGED, target, entries=len(entries))
-    if not _write_aside(path, log, data):
-        return IndexBuild(log, SKIPPED, target, reason="removed while it was indexed")
-    return IndexBuild(log, BUILT, target, entries=len(entries))
+    return encode_index(info, entries)
 
 
 def _walk_entries(

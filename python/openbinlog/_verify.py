@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ._fs import OsFileSystem
+from ._index_build import IndexNote, check_indexes
 from ._reader import Reader
 from ._recovery import RecoveryAction, plan_open
 from ._segment import LegacyHeaderInfo
@@ -51,6 +52,7 @@ class VerifyReport:
     records: int = 0
     first_index: int | None = None
     last_index: int | None = None
+    indexes: list[IndexNote] = field(default_factory=list)  # notes on the sparse indexes, never damage
 
     @property
     def ok(self) -> bool:
@@ -169,6 +171,7 @@ def _verify_once(path: str) -> VerifyReport:
     finally:
         reader.close()
     report.damage[:0] = reader.damage
+    report.indexes = check_indexes(path)
     return report
 
 

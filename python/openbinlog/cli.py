@@ -857,6 +857,7 @@ def verify(directory: str, as_json: bool) -> None:
                 "segments": _segments_json(directory, report),
                 "tail": _tail_json(report),
                 "damage": _damage_json(report.damage),
+                "indexes": [asdict(index) for index in report.indexes],
             }
         )
     else:
@@ -871,6 +872,9 @@ def verify(directory: str, as_json: bool) -> None:
         note = _tail_note(_tail_json(report))
         if note is not None:
             click.echo(f"  {note}")
+        for index in report.indexes:
+            state = "used by seeks and splits" if index.usable else f"not used: {index.reason}"
+            click.echo(f"  index {os.path.basename(index.path)}: {state}")
         for damage in report.damage:
             click.echo(_styled(f"  DAMAGE {_damage_as_error(damage)}; {damage.bytes_skipped} bytes skipped", fg="red"))
         if report.ok:

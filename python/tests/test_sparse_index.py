@@ -28,6 +28,7 @@ from openbinlog import (
     encode_record,
     read_split,
     split_offsets,
+    verify,
 )
 from openbinlog._crc import mask
 from openbinlog._format import index_name
@@ -417,3 +418,20 @@ def test_binlog_index_exits_1_on_a_damaged_segment(log_dir: Path) -> None:
     result = CliRunner().invoke(main, ["index", str(log_dir)])
     assert result.exit_code == 1
     assert "checksum_mismatch" in result.output + (result.stderr if result.stderr_bytes else "")
+
+
+@pytest.mark.spec("R-47")
+def test_verify_notes_indexes_that_are_not_used_and_stays_ok(log_dir: Path) -> None:
+    _write(log_dir, ([(b"a" * 60, None, 1)] * 40 + [None]) * 4)
+    build_indexes(log_dir, interval=200)
+    _rewrite(_index_path(log_dir, 2), "offset")
+    _rewrite(_index_path(log_dir, 3), "end")
+    _index_path(log_dir, 4).write_bytes(b"not an index")
+    report = verify(log_dir)
+    assert report.ok
+    assert [(note.log, note.usable) for note in report.indexes] == [(1, True), (2, False), (3, False), (4, False)]
+    assert report.indexes[2].reason.startswith("stale")
+    result = CliRunner().invoke(main, ["verify", str(log_dir)])
+    assert result.exit_code == 0
+    assert "index 00000002.idx: not used: its entries are not those the segment gives" in result.output
+    assert "index 00000001.idx: used by seeks and splits" in result.output
