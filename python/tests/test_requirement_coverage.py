@@ -105,6 +105,11 @@ COVERAGE: dict[str, tuple[str, ...]] = {
         "pytest:test_w43_shared_batch_behind_a_torn_tail_is_caught",
     ),
     "W-44": ("pytest:test_w44_shared_publication_over_a_slot_not_known_durable_is_caught",),
+    "W-45": (
+        "pytest:test_w45_a_damaged_segment_indexed_by_a_tolerant_walk_is_caught",
+        "pytest:test_w45_an_entry_off_the_rule_is_caught",
+        "pytest:test_w45_an_index_written_under_its_own_name_is_caught",
+    ),
 }
 
 

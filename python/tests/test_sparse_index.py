@@ -435,3 +435,23 @@ def test_verify_notes_indexes_that_are_not_used_and_stays_ok(log_dir: Path) -> N
     assert result.exit_code == 0
     assert "index 00000002.idx: not used: its entries are not those the segment gives" in result.output
     assert "index 00000001.idx: used by seeks and splits" in result.output
+
+
+@pytest.mark.spec("W-45")
+def test_an_index_is_written_aside_synced_and_renamed_into_place(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(log_dir, [(b"a" * 60, None, 1)] * 40 + [None])
+    final = _index_path(log_dir, 1)
+    synced: list[bool] = []
+    original_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        original_fsync(fd)
+        if os.path.isfile(f"/proc/self/fd/{fd}"):  # a file, not the directory: the index's temporary file
+            synced.append(final.exists())
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert build_index(log_dir, 1, interval=100).status == "built"
+    assert synced == [False]  # the index was synced while its final name did not exist yet
+    assert final.exists() and not list(log_dir.glob(".*.tmp"))

@@ -28,6 +28,7 @@ import pytest
 import test_faults as fault_tests
 import test_maintenance as maintenance_tests
 import test_protocol as protocol_tests
+import test_sparse_index as index_tests
 import test_writer as writer_tests
 from decisions import Edit, mutated
 from logtools import FaultyFileSystem
@@ -38,6 +39,8 @@ from openbinlog import _buffer as buffer_module
 from openbinlog import _commit as commit_module
 from openbinlog import _cutover as cutover_module
 from openbinlog import _fs as fs_module
+from openbinlog import _index_build as index_build_module
+from openbinlog import _sparse_index as sparse_index_module
 from openbinlog import _writer as writer_module
 from openbinlog._buffer import PureRecordBuffer
 from openbinlog._format import HEADER_SIZE, RECORD_HEADER_SIZE
@@ -318,6 +321,40 @@ def test_w03_removal_above_the_lowest_segment_is_caught(tmp_path: Path, monkeypa
     # Retention takes the segment below the last one first, not the lowest one.
     mutate(monkeypatch, Writer, "drop_segments", ("logs[0]", "logs[-2]", 4))
     failure_of(protocol_tests.test_retention_removes_only_sealed_lowest_segments, tmp_path / "log")
+
+
+def test_w45_a_damaged_segment_indexed_by_a_tolerant_walk_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mutate(
+        monkeypatch,
+        index_build_module,
+        "_walk_entries",
+        (
+            "walk = SegmentWalk(segment, path=segment.path, header=header, end=end)",
+            "walk = SegmentWalk(segment, path=segment.path, header=header, end=end, tolerant=True)",
+        ),
+    )
+    failure_of(index_tests.test_a_damaged_segment_is_not_indexed_and_its_damage_is_reported, tmp_path / "log")
+
+
+def test_w45_an_entry_off_the_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first record at or beyond the previous entry plus the interval: "beyond" alone moves entries.
+    mutate(monkeypatch, sparse_index_module.EntryRule, "offer", ("offset >= self._due", "offset > self._due"))
+    failure_of(index_tests.test_entry_rule_takes_the_first_record_at_or_beyond_each_entry_plus_the_interval)
+
+
+def test_w45_an_index_written_under_its_own_name_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate(
+        monkeypatch,
+        index_build_module,
+        "_write_aside",
+        (
+            'temp = os.path.join(path, f".{index_name(log)}.{secrets.token_hex(8)}.tmp")',
+            "temp = os.path.join(path, index_name(log))",
+        ),
+    )
+    failure_of(index_tests.test_an_index_is_written_aside_synced_and_renamed_into_place, tmp_path / "log", monkeypatch)
 
 
 def test_w09_timestamp_below_the_last_one_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
