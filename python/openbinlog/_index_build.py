@@ -42,6 +42,7 @@ from .walk import (
     end_in,
     is_last,
     legacy_end,
+    open_index,
     open_segment,
 )
 
@@ -62,18 +63,30 @@ class IndexBuild:
     damage: Damage | None = None
 
 
-def build_indexes(directory: str | os.PathLike[str], *, interval: int = DEFAULT_INTERVAL) -> list[IndexBuild]:
+def build_indexes(
+    directory: str | os.PathLike[str], *, interval: int = DEFAULT_INTERVAL, rebuild: bool = False
+) -> list[IndexBuild]:
     """Build the index of every finished segment of the log in ``directory`` (version 1 segments included)."""
     path = os.fspath(directory)
     require_log_directory(path)
     logs = LocalDirectory(path).segments()
-    return [build_index(path, log, interval=interval) for log in logs]
+    return [build_index(path, log, interval=interval, rebuild=rebuild) for log in logs]
 
 
-def build_index(directory: str | os.PathLike[str], log: int, *, interval: int = DEFAULT_INTERVAL) -> IndexBuild:
-    """Build (or build again) the index of segment ``log`` by spec 18.4, when the segment is finished and intact."""
+def build_index(
+    directory: str | os.PathLike[str], log: int, *, interval: int = DEFAULT_INTERVAL, rebuild: bool = False
+) -> IndexBuild:
+    """Build the index of segment ``log`` by spec 18.4, when the segment is finished and intact.
+
+    A version 2 segment whose index passes the index check (spec 18.5) with
+    this interval is left as it is, having read headers only, unless
+    ``rebuild``: then the segment is walked and the file rewritten if its
+    bytes differ (``check_indexes`` compares without writing).
+    """
     path = os.fspath(directory)
     target = os.path.join(path, index_name(log))
+    if not rebuild and (entries := _current_entries(path, log, interval)) is not None:
+        return IndexBuild(log, UNCHANGED, target, entries=entries)
     data = _index_bytes(path, log, interval)
     if isinstance(data, IndexBuild):
         return data
@@ -83,6 +96,29 @@ def build_index(directory: str | os.PathLike[str], log: int, *, interval: int = 
     if not _write_aside(path, log, data):
         return IndexBuild(log, SKIPPED, target, reason="removed while it was indexed")
     return IndexBuild(log, BUILT, target, entries=entries)
+
+
+def _current_entries(path: str, log: int, interval: int) -> int | None:
+    """The entry count of segment ``log``'s index when it passes the index check with ``interval``; else None."""
+    logs = LocalDirectory(path)
+    present = logs.segments()
+    try:
+        opened = open_segment(logs, log, present) if log in present else None
+        if opened is None:
+            return None
+        segment, header = opened
+        with contextlib.closing(segment):
+            if isinstance(header, LegacyHeaderInfo):
+                return None  # version 1 indexes are not read by this revision's readers (spec 18.6): build again
+            view = open_index(logs, segment, header, end_in(logs, segment, header, present))
+    except BinlogIOError:
+        raise
+    except BinlogError:
+        return None  # the walk of _index_bytes meets it and reports it
+    if view is None:
+        return None
+    view.source.close()
+    return view.info.entry_count if view.info.interval == interval else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1252,20 +1252,23 @@ def compress(directory: str, codec: str, dry_run: bool, as_json: bool) -> None:
     metavar="BYTES",
     help="Bytes between index entries: a seek walks about this far from the entry before its target.",
 )
+@click.option("--rebuild", is_flag=True, help="Walk every finished segment again, even one whose index is current.")
 @json_option
-def index_command(directory: str, interval: int, as_json: bool) -> None:
+def index_command(directory: str, interval: int, rebuild: bool, as_json: bool) -> None:
     """Build the sparse index (NNNNNNNN.idx) of every finished segment, version 1 included.
 
     Seeks (--from-index, --since) and split reads then start near their target
     instead of walking whole segments. An index is never trusted: readers check
     each entry against the records, and read correctly without any index. The
     last segment is indexed once a cutover has finished it; a damaged segment
-    is not indexed, and the damage is reported (exit code 1).
+    is not indexed, and the damage is reported (exit code 1). A segment whose
+    index is current is left alone after reading headers only, so running this
+    after each cutover (from cron, as binlog cutover) costs little.
     """
     with _progress("indexing", unit="segments") as advance:
         results = []
         for log in LocalDirectory(directory).segments():
-            results.append(build_index(directory, log, interval=interval))
+            results.append(build_index(directory, log, interval=interval, rebuild=rebuild))
             advance(1)
     damage = [result.damage for result in results if result.damage is not None]
     if as_json:

@@ -455,3 +455,27 @@ def test_an_index_is_written_aside_synced_and_renamed_into_place(
     assert build_index(log_dir, 1, interval=100).status == "built"
     assert synced == [False]  # the index was synced while its final name did not exist yet
     assert final.exists() and not list(log_dir.glob(".*.tmp"))
+
+
+def test_building_again_reads_headers_only_and_rebuild_walks_again(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(log_dir, ([(b"a" * 60, None, 1)] * 400 + [None]) * 2)
+    build_indexes(log_dir, interval=500)
+    counted = [0]
+    original = SegmentFile.read_at
+
+    def counting(self: SegmentFile, offset: int, size: int) -> bytes:
+        data = original(self, offset, size)
+        counted[0] += len(data)
+        return data
+
+    monkeypatch.setattr(SegmentFile, "read_at", counting)
+    assert [r.status for r in build_indexes(log_dir, interval=500)] == ["unchanged", "unchanged", "skipped"]
+    assert counted[0] < 8 * 1024 < segment(log_dir, 1).stat().st_size // 4  # headers, no segment walked
+    _rewrite(_index_path(log_dir, 1), "offset")  # a lie under a valid header: only a walk finds it
+    assert build_index(log_dir, 1, interval=500).status == "unchanged"
+    assert not verify(log_dir).indexes[0].usable
+    assert build_index(log_dir, 1, interval=500, rebuild=True).status == "built"
+    assert verify(log_dir).indexes[0].usable
+    assert build_index(log_dir, 1, interval=250).status == "built"  # another interval is another index
