@@ -4,6 +4,7 @@
     tools/bench/bench            # default mode: 10 MB and 100 MB logs (a few minutes)
     tools/bench/bench --full     # adds 1 GB and 2 GB logs and the reader's memory on 2 GB
     tools/bench/bench --tiny     # every measurement once on a 1 MB log (the smoke test's mode)
+    tools/bench/bench --only seeks   # one section (or several, comma-separated) on the default logs
 
 (``tools/bench/bench`` runs this script with the repository's virtual environment.)
 
@@ -34,13 +35,14 @@ from bench_lib.plan import PLANS, Plan
 from bench_lib.reads import measure_memory, measure_reads, read_memory_worker
 from bench_lib.recovery import measure_recovery
 from bench_lib.report import describe_machine, plot, text_table, write_json, write_markdown, write_page
+from bench_lib.seeks import measure_seeks
 from bench_lib.spark import measure_spark, spark_worker
 from bench_lib.sqlite import measure_sqlite, sqlite_append_worker
 from bench_lib.writes import append_worker, bare_append_worker, measure_writes
 
 REPO = Path(__file__).resolve().parents[2]
 
-SECTIONS = ("reads", "spark", "memory", "writes", "recovery", "follower", "sqlite")
+SECTIONS = ("reads", "seeks", "spark", "memory", "writes", "recovery", "follower", "sqlite")
 WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "append": append_worker,
     "bare_append": bare_append_worker,
@@ -71,6 +73,10 @@ ORDER = (
     "R2",
     "R3",
     "R3.ceiling",
+    "X1",
+    "X1.unindexed",
+    "X2",
+    "X2.unindexed",
     "F1",
     "F1.p99",
     "M1",
@@ -114,12 +120,23 @@ def run(plan: Plan, out: Path, sections: set[str], skip_spark: str | None) -> tu
                     )
                 )
         reader_rates: dict[str, float] = {}
+        reader_runs: dict[str, list[float]] = {}
         if "reads" in sections or "spark" in sections:
             for log in logs:
                 progress(f"R1 on {log.path.name}", started)
                 found = measure_reads(log, plan)
                 reader_rates[str(log.path)] = found[0].figure or 0.0
+                reader_runs[str(log.path)] = found[0].runs
                 rows.extend(found if "reads" in sections else [])
+        if "seeks" in sections:
+            # Before the writes, on the logs as built: the full reads R1 timed are those of the same logs.
+            for log in logs:
+                progress(f"X1, X2: seeks on {log.path.name}, indexes built and removed", started)
+                rows.extend(
+                    measure_seeks(
+                        log, seeks=plan.seeks, repeats=plan.repeats, reader_runs=reader_runs.get(str(log.path))
+                    )
+                )
         if "spark" in sections:
             progress("R2, R3: Spark on local[1] and local[2]", started)
             rows.extend(measure_spark(logs, reader_rates, plan.repeats, skip_spark))

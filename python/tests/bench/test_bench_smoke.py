@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[3] / "tools" / "bench" / "bench.py"
-BAR_IDS = {"W1", "W2", "W3", "W4", "R1", "R2", "R3", "S1", "S2", "S3", "S4", "S5"}
+BAR_IDS = {"W1", "W2", "W3", "W4", "R1", "R2", "R3", "S1", "S2", "S3", "S4", "S5", "X1", "X2"}
 FIELDS = {"id", "figure", "baseline", "ratio", "bar", "passed", "unit", "record_size", "log_size", "status"}
 
 
@@ -64,6 +64,17 @@ def test_tiny_run_reports_every_bar_with_its_ratio_in_json_text_and_markdown(tmp
         ("W3.floor", 1024),
     ]
     assert all(row["bar"] is None and row["passed"] is None and row["ratio"] > 0 for row in ceilings)
+    # The seeks without the index beside X1 and X2: the same targets, against the same full read, no bar.
+    unindexed = [row for row in rows if row["id"] in ("X1.unindexed", "X2.unindexed")]
+    assert sorted((row["id"], row["record_size"]) for row in unindexed) == [
+        ("X1.unindexed", 200),
+        ("X1.unindexed", 1024),
+        ("X2.unindexed", 200),
+        ("X2.unindexed", 1024),
+    ]
+    assert all(row["bar"] is None and row["passed"] is None and row["ratio"] > 0 for row in unindexed)
+    seeks = [row for row in rows if row["id"] in ("X1", "X2")]
+    assert all(row["bar"] == 1000 and "full read" in row["note"] for row in seeks)
     recovery = [row for row in rows if row["id"] == "C1"]
     assert recovery and all(row["figure"] > 0 and row["unit"] == "ms" for row in recovery)
 

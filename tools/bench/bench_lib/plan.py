@@ -25,6 +25,7 @@ class Plan:
     follower_commits: int
     recovery_tail: int  # bytes of adoptable records beyond the commit point, recovery against log size
     tail_sizes: tuple[int, ...]  # recovery against tail size
+    seeks: int  # random targets per seek figure (X1, X2), with the index and without it; odd, for a true median
     spark: bool
 
 
@@ -46,6 +47,7 @@ PLANS = {
         follower_commits=10,
         recovery_tail=64 * 1024,
         tail_sizes=(64 * 1024, 256 * 1024),
+        seeks=5,
         spark=False,
     ),
     "default": Plan(
@@ -64,6 +66,7 @@ PLANS = {
         follower_commits=100,
         recovery_tail=1 * MIB,
         tail_sizes=(1 * MIB, 4 * MIB, 16 * MIB),
+        seeks=201,
         spark=True,
     ),
     "full": Plan(
@@ -82,6 +85,7 @@ PLANS = {
         follower_commits=200,
         recovery_tail=1 * MIB,
         tail_sizes=(1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB),
+        seeks=201,
         spark=True,
     ),
 }

@@ -106,6 +106,11 @@ SCALING = {
     "C1": ("recovery time", lambda row: row.figure, "log_size"),
     "C2": ("recovery time", lambda row: row.figure, "tail_size"),
     "M1": ("reader RSS growth", lambda row: row.figure, "log_size"),
+    # A seek's median time; with the index it should stay flat, without it grow up to the segment size.
+    "X1": ("time per seek by index", lambda row: 1 / row.figure, "log_size"),
+    "X1.unindexed": ("time per seek by index without the .idx files", lambda row: 1 / row.figure, "log_size"),
+    "X2": ("time per seek by time", lambda row: 1 / row.figure, "log_size"),
+    "X2.unindexed": ("time per seek by time without the .idx files", lambda row: 1 / row.figure, "log_size"),
 }
 
 
