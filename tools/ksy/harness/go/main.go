@@ -1,6 +1,7 @@
-// Kaitai cross-check harness for Go: parse segment files, print canonical JSON.
-// Usage: harness strict|tolerant|legacy FILE...; one JSON line per file, {"error": ...}
-// when the generated parser fails on it.
+// Kaitai cross-check harness for Go: parse segment and index files, print canonical JSON.
+// Usage: harness strict|tolerant|legacy|index FILE...; one JSON line per file, {"error": ...}
+// when the generated parser fails on it. The first three read segment files (.dat),
+// `index` reads sparse index files (.idx).
 package main
 
 import (
@@ -122,7 +123,55 @@ func legacy(stream *kaitai.Stream) summary {
 		CommitOffset: ptr(strconv.FormatUint(header.OfsLastElement, 10)), Records: entries}
 }
 
-func run(parse func(*kaitai.Stream) summary, path string) (result any) {
+type indexEntry struct {
+	Index       string `json:"index"`
+	Offset      string `json:"offset"`
+	TimestampUs string `json:"timestamp_us"`
+	SpanCrc     uint32 `json:"span_crc"`
+	EntryCrc    uint32 `json:"entry_crc"`
+	EntryCrcOk  bool   `json:"entry_crc_ok"`
+}
+
+type indexSummary struct {
+	Version        uint16       `json:"version"`
+	SegmentVersion uint16       `json:"segment_version"`
+	Log            uint32       `json:"log"`
+	LogIdHex       string       `json:"log_id_hex"`
+	BaseIndex      string       `json:"base_index"`
+	SegmentEnd     string       `json:"segment_end"`
+	EndIndex       string       `json:"end_index"`
+	EntryCount     string       `json:"entry_count"`
+	Interval       uint32       `json:"interval"`
+	HeaderCrc      uint32       `json:"header_crc"`
+	HeaderCrcOk    bool         `json:"header_crc_ok"`
+	SizeOk         bool         `json:"size_ok"`
+	Entries        []indexEntry `json:"entries"`
+	TrailingHex    string       `json:"trailing_hex"`
+}
+
+// index reads an index file: every header field, every whole entry, and the checks the
+// caller adds (CRCs, size).
+func index(stream *kaitai.Stream) any {
+	view := binlogksy.NewBinlogIndex()
+	must(0, view.Read(stream, nil, view))
+	entries := []indexEntry{}
+	for _, e := range view.Entries {
+		entries = append(entries, indexEntry{strconv.FormatUint(e.Index, 10), strconv.FormatUint(e.OfsRecord, 10),
+			strconv.FormatInt(e.TimestampUs, 10), e.SpanCrc, e.EntryCrc, maskedCrc32c(must(e.CrcCovered())) == e.EntryCrc})
+	}
+	h := view.Header
+	return indexSummary{h.Version, h.SegmentVersion, h.LogNumber, hex.EncodeToString(h.LogId),
+		strconv.FormatUint(h.BaseIndex, 10), strconv.FormatUint(h.OfsSegmentEnd, 10), strconv.FormatUint(h.EndIndex, 10),
+		strconv.FormatUint(h.NumEntries, 10), h.Interval, h.HeaderCrc, maskedCrc32c(must(h.CrcCovered())) == h.HeaderCrc,
+		must(view.HasExpectedSize()), entries, hex.EncodeToString(view.Trailing)}
+}
+
+// segments adapts a segment view to the mode table.
+func segments(parse func(*kaitai.Stream) summary) func(*kaitai.Stream) any {
+	return func(stream *kaitai.Stream) any { return parse(stream) }
+}
+
+func run(parse func(*kaitai.Stream) any, path string) (result any) {
 	defer func() {
 		if failure := recover(); failure != nil {
 			result = map[string]string{"error": fmt.Sprint(failure)}
@@ -137,10 +186,12 @@ func run(parse func(*kaitai.Stream) summary, path string) (result any) {
 }
 
 func main() {
-	modes := map[string]func(*kaitai.Stream) summary{"strict": strict, "tolerant": tolerant, "legacy": legacy}
+	modes := map[string]func(*kaitai.Stream) any{
+		"strict": segments(strict), "tolerant": segments(tolerant), "legacy": segments(legacy), "index": index,
+	}
 	parse, known := modes[os.Args[1]]
 	if !known {
-		fmt.Fprintln(os.Stderr, "usage: harness strict|tolerant|legacy FILE...")
+		fmt.Fprintln(os.Stderr, "usage: harness strict|tolerant|legacy|index FILE...")
 		os.Exit(64)
 	}
 	out := json.NewEncoder(os.Stdout)

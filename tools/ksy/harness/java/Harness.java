@@ -1,6 +1,7 @@
-// Kaitai cross-check harness for Java: parse segment files, print canonical JSON.
-// Usage: java Harness strict|tolerant|legacy FILE...; one JSON line per file,
-// {"error": ...} when the generated parser fails on it.
+// Kaitai cross-check harness for Java: parse segment and index files, print canonical JSON.
+// Usage: java Harness strict|tolerant|legacy|index FILE...; one JSON line per file,
+// {"error": ...} when the generated parser fails on it. The first three read
+// segment files (.dat), `index` reads sparse index files (.idx).
 // In the default package because the generated classes are.
 
 import java.util.ArrayList;
@@ -112,13 +113,43 @@ public final class Harness {
                 quote(Long.toUnsignedString(header.ofsLastElement())), entries, "null", "null");
     }
 
+    private static String indexEntry(BinlogIndex.Entry e) {
+        return "{\"index\":" + quote(Long.toUnsignedString(e.index()))
+                + ",\"offset\":" + quote(Long.toUnsignedString(e.ofsRecord()))
+                + ",\"timestamp_us\":" + quote(Long.toString(e.timestampUs()))
+                + ",\"span_crc\":" + e.spanCrc() + ",\"entry_crc\":" + e.entryCrc()
+                + ",\"entry_crc_ok\":" + (maskedCrc32c(e.crcCovered()) == e.entryCrc()) + "}";
+    }
+
+    // An index file: every header field, every whole entry, and the checks the caller adds (CRCs, size).
+    private static String index(String path) throws Exception {
+        BinlogIndex view = BinlogIndex.fromFile(path);
+        BinlogIndex.IndexHeader h = view.header();
+        List<String> entries = new ArrayList<>();
+        for (BinlogIndex.Entry e : view.entries()) {
+            entries.add(indexEntry(e));
+        }
+        return "{\"version\":" + h.version() + ",\"segment_version\":" + h.segmentVersion()
+                + ",\"log\":" + h.logNumber() + ",\"log_id_hex\":" + quote(HexFormat.of().formatHex(h.logId()))
+                + ",\"base_index\":" + quote(Long.toUnsignedString(h.baseIndex()))
+                + ",\"segment_end\":" + quote(Long.toUnsignedString(h.ofsSegmentEnd()))
+                + ",\"end_index\":" + quote(Long.toUnsignedString(h.endIndex()))
+                + ",\"entry_count\":" + quote(Long.toUnsignedString(h.numEntries()))
+                + ",\"interval\":" + h.interval() + ",\"header_crc\":" + h.headerCrc()
+                + ",\"header_crc_ok\":" + (maskedCrc32c(h.crcCovered()) == h.headerCrc())
+                + ",\"size_ok\":" + view.hasExpectedSize()
+                + ",\"entries\":[" + String.join(",", entries) + "]"
+                + ",\"trailing_hex\":" + quote(HexFormat.of().formatHex(view.trailing())) + "}";
+    }
+
     private static String run(String mode, String path) {
         try {
             return switch (mode) {
                 case "strict" -> strict(path);
                 case "tolerant" -> tolerant(path);
                 case "legacy" -> legacy(path);
-                default -> throw new IllegalArgumentException("mode must be strict, tolerant or legacy: " + mode);
+                case "index" -> index(path);
+                default -> throw new IllegalArgumentException("mode must be strict, tolerant, legacy or index: " + mode);
             };
         } catch (Exception error) {
             return "{\"error\":" + quote(error.getClass().getSimpleName() + ": " + error.getMessage()) + "}";

@@ -1,6 +1,7 @@
-// Kaitai cross-check harness for JavaScript: parse segment files, print canonical JSON.
-// Usage: node harness.js strict|tolerant|legacy FILE...; one JSON line per file,
-// {"error": ...} when the generated parser fails on it.
+// Kaitai cross-check harness for JavaScript: parse segment and index files, print canonical JSON.
+// Usage: node harness.js strict|tolerant|legacy|index FILE...; one JSON line per file,
+// {"error": ...} when the generated parser fails on it. The first three read
+// segment files (.dat), `index` reads sparse index files (.idx).
 "use strict";
 
 const fs = require("fs");
@@ -20,6 +21,7 @@ Module._resolveFilename = function (request, ...rest) {
 const BinlogV2 = require(path.join(GENERATED, "BinlogV2.js")).BinlogV2;
 const BinlogV2Tolerant = require(path.join(GENERATED, "BinlogV2Tolerant.js")).BinlogV2Tolerant;
 const JposBinlogV1 = require(path.join(GENERATED, "JposBinlogV1.js")).JposBinlogV1;
+const BinlogIndex = require(path.join(GENERATED, "BinlogIndex.js")).BinlogIndex;
 
 const hex = (bytes) => Buffer.from(bytes).toString("hex");
 
@@ -88,6 +90,38 @@ function legacy(data) {
   };
 }
 
+// The 64-bit fields come from the checksummed byte ranges, read as BigInt (see exact).
+const indexEntry = (e) => ({
+  index: exact(e.crcCovered, 0, false),
+  offset: exact(e.crcCovered, 8, false),
+  timestamp_us: exact(e.crcCovered, 16, true),
+  span_crc: e.spanCrc,
+  entry_crc: e.entryCrc,
+  entry_crc_ok: maskedCrc32c(e.crcCovered) === e.entryCrc,
+});
+
+// An index file: every header field, every whole entry, and the checks the caller adds (CRCs, size).
+function index(data) {
+  const view = new BinlogIndex(new KaitaiStream(data));
+  const header = view.header;
+  return {
+    version: header.version,
+    segment_version: header.segmentVersion,
+    log: header.logNumber,
+    log_id_hex: hex(header.logId),
+    base_index: exact(header.crcCovered, 32, false),
+    segment_end: exact(header.crcCovered, 40, false),
+    end_index: exact(header.crcCovered, 48, false),
+    entry_count: exact(header.crcCovered, 56, false),
+    interval: header.interval,
+    header_crc: header.headerCrc,
+    header_crc_ok: maskedCrc32c(header.crcCovered) === header.headerCrc,
+    size_ok: view.hasExpectedSize,
+    entries: view.entries.map(indexEntry),
+    trailing_hex: hex(view.trailing),
+  };
+}
+
 function run(parse, file) {
   try {
     const data = fs.readFileSync(file);
@@ -98,7 +132,7 @@ function run(parse, file) {
 }
 
 const [mode, ...files] = process.argv.slice(2);
-const parse = { strict, tolerant, legacy }[mode];
+const parse = { strict, tolerant, legacy, index }[mode];
 for (const file of files) {
   console.log(JSON.stringify(run(parse, file)));
 }

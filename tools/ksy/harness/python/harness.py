@@ -1,7 +1,8 @@
-"""Kaitai cross-check harness for Python: parse segment files, print canonical JSON.
+"""Kaitai cross-check harness for Python: parse segment and index files, print canonical JSON.
 
-Usage: harness.py strict|tolerant|legacy FILE...; one JSON line per file,
-{"error": ...} when the generated parser fails on it.
+Usage: harness.py strict|tolerant|legacy|index FILE...; one JSON line per file,
+{"error": ...} when the generated parser fails on it. The first three read
+segment files (.dat), `index` reads sparse index files (.idx).
 """
 
 import json
@@ -12,6 +13,7 @@ import crc32c
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "build" / "ksy" / "python"))
 
+from binlog_index import BinlogIndex
 from binlog_v2 import BinlogV2
 from binlog_v2_tolerant import BinlogV2Tolerant
 from jpos_binlog_v1 import JposBinlogV1
@@ -114,6 +116,39 @@ def legacy(path):
     }
 
 
+def index_entry(entry):
+    return {
+        "index": str(entry.index),
+        "offset": str(entry.ofs_record),
+        "timestamp_us": str(entry.timestamp_us),
+        "span_crc": entry.span_crc,
+        "entry_crc": entry.entry_crc,
+        "entry_crc_ok": masked_crc32c(entry.crc_covered) == entry.entry_crc,
+    }
+
+
+def index(path):
+    """An index file: every header field, every whole entry, and the checks the caller adds (CRCs, size)."""
+    view = BinlogIndex.from_file(path)
+    header = view.header
+    return {
+        "version": header.version,
+        "segment_version": header.segment_version,
+        "log": header.log_number,
+        "log_id_hex": header.log_id.hex(),
+        "base_index": str(header.base_index),
+        "segment_end": str(header.ofs_segment_end),
+        "end_index": str(header.end_index),
+        "entry_count": str(header.num_entries),
+        "interval": header.interval,
+        "header_crc": header.header_crc,
+        "header_crc_ok": masked_crc32c(header.crc_covered) == header.header_crc,
+        "size_ok": view.has_expected_size,
+        "entries": [index_entry(e) for e in view.entries],
+        "trailing_hex": view.trailing.hex(),
+    }
+
+
 def run(parse, path):
     try:
         return parse(path)
@@ -122,7 +157,7 @@ def run(parse, path):
 
 
 def main():
-    parse = {"strict": strict, "tolerant": tolerant, "legacy": legacy}[sys.argv[1]]
+    parse = {"strict": strict, "tolerant": tolerant, "legacy": legacy, "index": index}[sys.argv[1]]
     for path in sys.argv[2:]:
         print(json.dumps(run(parse, path)))
 
