@@ -161,9 +161,13 @@ class Directory(Protocol):
         """Segment ``log``, or None when no name of it exists any more."""
         ...
 
+
+class IndexedDirectory(Directory, Protocol):
+    """A log directory that also offers the sparse indexes of its segments (spec 18). A ``Directory``
+    without ``open_index`` is read as one without indexes: an index is never needed (R-33)."""
+
     def open_index(self, log: int) -> IndexSource | None:
-        """The sparse index of segment ``log`` (spec 18), or None when there is none or it cannot be read:
-        an index is never needed to read a log (R-33)."""
+        """The index of segment ``log``, or None when there is none or it cannot be read."""
         ...
 
 
@@ -1323,7 +1327,8 @@ def open_index(
     directory: Directory, segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd
 ) -> IndexView | None:
     """The index of ``segment`` when it passes the index check; the caller closes ``view.source``."""
-    index = directory.open_index(header.log)
+    opener = getattr(directory, "open_index", None)  # IndexedDirectory's method, where it is one
+    index: IndexSource | None = opener(header.log) if opener is not None else None
     view = usable_index(index, header, end)
     if view is None and index is not None:
         index.close()
@@ -1335,7 +1340,12 @@ def indexed_start(
 ) -> tuple[int, int] | None:
     """Spec 18.5, SEEK with an index: the offset and index of the checked entry a seek of ``target`` in
     ``segment`` starts at; None to start at the segment's first record."""
-    end = end_in(directory, segment, header, directory.segments())
+    try:
+        end = end_in(directory, segment, header, directory.segments())
+    except BinlogIOError:
+        raise
+    except BinlogError:
+        return None  # a damaged successor header: the walk reports it after the records before it (R-9)
     view = open_index(directory, segment, header, end)
     if view is None:
         return None

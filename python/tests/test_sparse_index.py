@@ -20,6 +20,7 @@ from test_spec import T0, vectors
 
 from openbinlog import (
     AmbiguousSplitError,
+    BadHeaderError,
     Entry,
     Reader,
     Writer,
@@ -479,3 +480,20 @@ def test_building_again_reads_headers_only_and_rebuild_walks_again(
     assert build_index(log_dir, 1, interval=500, rebuild=True).status == "built"
     assert verify(log_dir).indexes[0].usable
     assert build_index(log_dir, 1, interval=250).status == "built"  # another interval is another index
+
+
+@pytest.mark.spec("R-47", "R-9")
+def test_a_damaged_successor_header_is_reported_after_the_records_a_seek_with_an_index_returns(
+    log_dir: Path,
+) -> None:
+    everything = _write(log_dir, ([(b"a" * 30, None, 1)] * 20 + [None]) * 4)
+    build_indexes(log_dir, interval=64)
+    data = bytearray(segment(log_dir, 3).read_bytes())
+    data[40] ^= 1  # the log id: segment 3's header checksum fails
+    segment(log_dir, 3).write_bytes(bytes(data))
+    target = next(entry for entry in everything if entry.log == 2 and entry.index > 25)
+    returned: list[Entry] = []
+    with Reader(log_dir, start_index=target.index) as reader, pytest.raises(BadHeaderError) as caught:
+        returned.extend(reader)
+    assert returned == [entry for entry in everything if entry.log == 2 and entry.index >= target.index]
+    assert (caught.value.log, caught.value.offset) == (3, 92)
