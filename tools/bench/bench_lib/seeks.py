@@ -7,8 +7,9 @@ its first record. It is a binary search over the segment headers, then over
 the entries of the segment's index, then a short walk; without an index the
 walk starts at the segment's first record. The figure is the median seek,
 as seeks per second, against full verified reads of the same log per second
-(R1's, when the reads section ran in the same run): their ratio is how many
-seeks one full read costs. The indexes are built first, timed, and removed
+(R1's, when the reads section ran in the same run; otherwise measured here,
+each beside a share of the seeks): their ratio is how many seeks one full
+read costs. The indexes are built first, timed, and removed
 at the end, so that the sections after this one find the log as built.
 
 Only finished segments have an index: the last segment of a log, still
@@ -95,10 +96,12 @@ class _Targets:
         return self.segments.count(last.log)
 
 
-def _seek_rates(log: BuiltLog, targets: _Targets, by_time: bool) -> list[float]:
-    """Seeks per second, one figure per target, each seek checked against the record it must return."""
+def _seek_rates(log: BuiltLog, targets: _Targets, by_time: bool, which: range | None = None) -> list[float]:
+    """Seeks per second, one figure per target (those at the positions ``which``, else all), each seek checked
+    against the record it must return."""
     rates = []
-    for index, time_us, expected in zip(targets.indexes, targets.times, targets.expected_at_time, strict=True):
+    for at in which or range(len(targets.indexes)):
+        index, time_us, expected = targets.indexes[at], targets.times[at], targets.expected_at_time[at]
         if by_time:
             seconds, entry = _first(log.path, start_time=time_us)
             wanted = expected
@@ -128,25 +131,33 @@ def measure_seeks(log: BuiltLog, *, seeks: int, repeats: int, reader_runs: list[
     measured them; otherwise the full reads are measured here.
     """
     where: dict[str, Any] = dict(record_size=log.record_size, log_size=log.log_size)
-    if reader_runs:
-        full_reads = [rate / log.records for rate in reader_runs]
-        read_source = "R1 of this run"
-    else:
-        full_reads = full_read_rates(log, repeats)
-        read_source = f"{len(full_reads)} measured here"
     for stale in _index_files(log.path):
         stale.unlink()
     built, build_seconds = timed(lambda: sum(1 for result in build_indexes(log.path) if result.status == "built"))
     index_bytes = sum(file.stat().st_size for file in _index_files(log.path))
     segments = len(segment_files(log.path))
+    indexed: dict[str, list[float]] = {"index": [], "time": []}
+    full_reads = [rate / log.records for rate in reader_runs or []]
     try:
         targets = _Targets(log, seeks)
         in_last = targets.in_last_segment(log)
-        indexed = {kind: _seek_rates(log, targets, by_time=kind == "time") for kind in ("index", "time")}
+        # Without R1's figures, the full reads are measured here, each next to a share of the seeks, alternating
+        # which goes first (as measure.side_by_side does): the machine's speed drifts within a run.
+        here = not full_reads
+        turns = repeats if here else 1
+        for turn in range(turns):
+            share = range(turn, seeks, turns)
+            if here and turn % 2 == 0:
+                full_reads.extend(full_read_rates(log, 1))
+            for kind, series in indexed.items():
+                series.extend(_seek_rates(log, targets, kind == "time", share))
+            if here and turn % 2 == 1:
+                full_reads.extend(full_read_rates(log, 1))
     finally:
         for file in _index_files(log.path):
             file.unlink()
-    unindexed = {kind: _seek_rates(log, targets, by_time=kind == "time") for kind in ("index", "time")}
+    read_source = "R1 of this run" if reader_runs else f"{len(full_reads)} measured here, beside the seeks"
+    unindexed = {kind: _seek_rates(log, targets, kind == "time") for kind in ("index", "time")}
 
     full_read = f"full read {_duration(1 / median(full_reads))} ({read_source})"
     build = (
