@@ -107,7 +107,7 @@ class _Campaign:
 def test_maintenance_beside_killed_writers_loses_nothing_and_brings_nothing_back(
     tmp_path: Path, full_run: bool
 ) -> None:
-    duration = 60.0 if full_run else 20.0
+    duration = 60.0 if full_run else 12.0
     directory = tmp_path / "log"
     acked: set[int] = set()
     writers = [_WriterProcess(directory, acked) for _ in range(2)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,10 @@ class Workload:
     # Crash points before this mark repeat a shorter workload's: enumerate from it.
     start_mark: str | None = None
     models: tuple[str, ...] = ("P0", "P1", "P2", "P3")
+    # Models enumerated only with --full (``make crash-full``): the default run checks the others.
+    full_only_models: tuple[str, ...] = ()
+    # Enumerated only with --full: the default workloads reach crash points of the same kinds.
+    full_only: bool = False
     # Mark each append acknowledged when it returns, also in the modes where only flush() makes it durable:
     # what a process crash must keep (the mmap mode).
     acks_at_append: bool = False
@@ -73,6 +77,12 @@ class Workload:
     def records(self) -> int:
         appends = [a for step in self.steps for a in (step.appends if isinstance(step, Together) else (step,))]
         return sum(len(step.records) for step in appends if isinstance(step, Append))
+
+    def for_run(self, full: bool) -> Workload:
+        """The workload as a run enumerates it: without its ``full_only_models`` unless ``full``."""
+        if full or not self.full_only_models:
+            return self
+        return replace(self, models=tuple(m for m in self.models if m not in self.full_only_models))
 
 
 def payload(index: int, size: int, generation: int = 1) -> bytes:
@@ -241,6 +251,12 @@ def _run_together(step: Together, recorder: RecordingFileSystem, writers: dict[i
 
 # Record sizes: mostly small (byte tearing is checked at every byte); the log crosses 512 at record 4.
 SMALL_SIZES = (5, 0, 17, 150, 9, 3, 31, 1, 12, 2)
+# Where the default run cuts over: first, where the log crosses 512, before and after the last record. The
+# cutovers elsewhere add crash points of the same kinds; --full enumerates them all.
+DEFAULT_CUTS = (0, 4, 9, 10)
+# Zero-filled space and the exclusive writer's syncs: P0 to P2 reach what these variants add, and P3 (a
+# write torn at every byte) costs most; it runs with --full.
+TORN_WITH_FULL_ONLY = ("P3",)
 
 
 def small_workloads() -> list[Workload]:
@@ -250,12 +266,16 @@ def small_workloads() -> list[Workload]:
     points are among those of the longer trace; a cutover after j records
     adds the points from the cutover on. Variants: batches, preallocated
     segments (cutovers forced by capacity), two writers, strict mode, and the
-    os mode (process crashes only).
+    os mode (process crashes only). Without --full, the cutover goes at
+    ``DEFAULT_CUTS`` only, and the preallocated and exclusive variants run
+    without P3.
     """
     workloads = [Workload("sync", singles(1, SMALL_SIZES))]
     for cut in range(len(SMALL_SIZES) + 1):
         steps = [*singles(1, SMALL_SIZES[:cut]), Cutover(), *singles(cut + 1, SMALL_SIZES[cut:])]
-        workloads.append(Workload(f"sync-cutover-after-{cut}", steps, start_mark="cutover"))
+        workloads.append(
+            Workload(f"sync-cutover-after-{cut}", steps, start_mark="cutover", full_only=cut not in DEFAULT_CUTS)
+        )
     batch = [(payload(i, size), asqn_for(i)) for i, size in enumerate(SMALL_SIZES, start=1)]
     workloads.append(
         Workload(
@@ -269,7 +289,9 @@ def small_workloads() -> list[Workload]:
             ],
         )
     )
-    workloads.append(Workload("preallocated", singles(1, SMALL_SIZES), {"preallocate": 768}))
+    workloads.append(
+        Workload("preallocated", singles(1, SMALL_SIZES), {"preallocate": 768}, full_only_models=TORN_WITH_FULL_ONLY)
+    )
     # Two writers on one log, each seeing the other's commits and cutover (W-16).
     two = singles(1, SMALL_SIZES)
     two = [Append(step.records, writer=n % 2) for n, step in enumerate(two) if isinstance(step, Append)]
@@ -286,13 +308,21 @@ def small_workloads() -> list[Workload]:
     # An exclusive writer skips the checks of each batch after its first (W-39).
     workloads.append(
         Workload(
-            "exclusive", [*singles(1, SMALL_SIZES[:6]), Cutover(), *singles(7, SMALL_SIZES[6:])], {"exclusive": True}
+            "exclusive",
+            [*singles(1, SMALL_SIZES[:6]), Cutover(), *singles(7, SMALL_SIZES[6:])],
+            {"exclusive": True},
+            full_only_models=TORN_WITH_FULL_ONLY,
         )
     )
     # Its batches sync their records alone (6.2 step 8), in zero-filled space too, where the cutover is the
     # capacity's: the slot it publishes over stays unsynced until the cutover or close (W-42).
     workloads.append(
-        Workload("exclusive-preallocated", singles(1, SMALL_SIZES[:6]), {"exclusive": True, "preallocate": 512})
+        Workload(
+            "exclusive-preallocated",
+            singles(1, SMALL_SIZES[:6]),
+            {"exclusive": True, "preallocate": 512},
+            full_only_models=TORN_WITH_FULL_ONLY,
+        )
     )
     # The process mode: appends wait in the buffer; flush() commits, syncs and acknowledges (W-40).
     buffered = singles(1, SMALL_SIZES)
@@ -308,6 +338,7 @@ def small_workloads() -> list[Workload]:
             "process-preallocated",
             [*buffered[:6], Flush(), *buffered[6:], Flush()],
             {"durability": "process", "flush_interval": 3600, "preallocate": 512},
+            full_only_models=TORN_WITH_FULL_ONLY,
         )
     )
     # Commits by size publish without a sync, as the os mode does: process crashes only.
@@ -362,8 +393,9 @@ def shared_workloads() -> list[Workload]:
         Workload("shared-two", two),
         Workload("shared-three", three),
         # Zero-filled space: P3 (a write torn at every byte) adds little to the other workloads' and costs most.
-        Workload("shared-preallocated", three, {"preallocate": 1024}, models=("P0", "P1", "P2")),
-        Workload("shared-strict", two, {"durability": "strict"}, models=("P0", "P1", "P2")),
+        # These two with --full only (the SIGKILL test of sharing writer processes runs every mode).
+        Workload("shared-preallocated", three, {"preallocate": 1024}, models=("P0", "P1", "P2"), full_only=True),
+        Workload("shared-strict", two, {"durability": "strict"}, models=("P0", "P1", "P2"), full_only=True),
     ]
 
 
