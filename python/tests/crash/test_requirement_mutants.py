@@ -319,7 +319,7 @@ def test_w01_segment_beyond_99999999_is_caught(tmp_path: Path, monkeypatch: pyte
 
 def test_w03_removal_above_the_lowest_segment_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Retention takes the segment below the last one first, not the lowest one.
-    mutate(monkeypatch, Writer, "drop_segments", ("logs[0]", "logs[-2]", 4))
+    mutate(monkeypatch, Writer, "drop_segments", ("logs[0]", "logs[-2]", 6))
     failure_of(protocol_tests.test_retention_removes_only_sealed_lowest_segments, tmp_path / "log")
 
 
