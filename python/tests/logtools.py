@@ -33,6 +33,30 @@ def write_log(directory: Path, ops: Sequence[Op], **writer_options: object) -> l
     return appended
 
 
+T0 = 1_700_000_000_000_000  # a timestamp of 2023, in microseconds: the clock of the logs tests write
+SeekItem = tuple[bytes, int | None, int] | None  # an item of ``strategies.seek_logs``
+
+
+def write_seek_log(directory: Path, items: Sequence[SeekItem], removed: int = 0) -> list[Entry]:
+    """Write the log ``items`` describe (``strategies.seek_logs``: a payload, its asqn step and its clock step,
+    or None for a cutover), remove its ``removed`` lowest segments as retention does (never the last), and
+    return what a read from the start returns."""
+    now, asqn = [T0], -1
+    with Writer(directory, durability="os", clock_us=lambda: now[0]) as writer:
+        for item in items:
+            if item is None:
+                writer.cutover()
+                continue
+            payload, step, gap = item
+            now[0] += gap
+            asqn = asqn if step is None else asqn + step
+            writer.append(payload, asqn=-1 if step is None else asqn)
+    logs = sorted(int(path.name[:8]) for path in directory.glob("*.dat"))
+    for log in logs[: min(removed, len(logs) - 1)]:
+        segment(directory, log).unlink()
+    return read_entries(directory)
+
+
 def read_entries(directory: Path, **reader_options: object) -> list[Entry]:
     with Reader(directory, **reader_options) as reader:  # type: ignore[arg-type]
         return list(reader)

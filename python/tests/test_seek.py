@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from logtools import flip_bit, legacy_segment, read_entries, segment, write_log
+from logtools import T0, SeekItem, flip_bit, legacy_segment, read_entries, segment, write_log, write_seek_log
 from strategies import seek_logs
 
 from openbinlog import BadHeaderError, ChecksumMismatchError, Entry, Reader, Ref, Writer, encode_record, walk
@@ -23,30 +23,8 @@ from openbinlog._segment import CommitState, build_header, encode_slot
 from openbinlog._segment_file import LocalDirectory
 from openbinlog.walk import Directory, LogWalk, MemoryDirectory, MemorySegment, Seek, SegmentSource
 
-T0 = 1_700_000_000_000_000
 LOG_ID = bytes(range(16))
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-
-Item = tuple[bytes, int | None, int] | None
-
-
-def _write(directory: Path, items: Sequence[Item], removed: int = 0) -> list[Entry]:
-    """Write the log ``items`` describe (``strategies.seek_logs``), remove its ``removed`` lowest segments as
-    retention does (never the last), and return what a read from the start returns."""
-    now, asqn = [T0], -1
-    with Writer(directory, durability="os", clock_us=lambda: now[0]) as writer:
-        for item in items:
-            if item is None:
-                writer.cutover()
-                continue
-            payload, step, gap = item
-            now[0] += gap
-            asqn = asqn if step is None else asqn + step
-            writer.append(payload, asqn=-1 if step is None else asqn)
-    logs = sorted(int(path.name[:8]) for path in directory.glob("*.dat"))
-    for log in logs[: min(removed, len(logs) - 1)]:
-        segment(directory, log).unlink()
-    return read_entries(directory)
 
 
 def _timed(directory: Path, segments: Sequence[Sequence[int]]) -> list[Entry]:
@@ -137,12 +115,12 @@ class _CountingDirectory:
 @settings(max_examples=60)
 @given(log=seek_logs)
 def test_seek_by_index_returns_what_a_read_from_the_start_returns_from_that_index(
-    log: tuple[list[Item], int],
+    log: tuple[list[SeekItem], int],
 ) -> None:
     items, removed = log
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch) / "log"
-        everything = _write(directory, items, removed)
+        everything = write_seek_log(directory, items, removed)
         last = everything[-1].index if everything else 0
         for index in range(last + 3):
             got = read_entries(directory, start_index=index)
@@ -153,11 +131,13 @@ def test_seek_by_index_returns_what_a_read_from_the_start_returns_from_that_inde
 @pytest.mark.spec("R-13", "R-19")
 @settings(max_examples=60)
 @given(log=seek_logs)
-def test_seek_by_time_returns_what_a_read_from_the_start_returns_from_that_time(log: tuple[list[Item], int]) -> None:
+def test_seek_by_time_returns_what_a_read_from_the_start_returns_from_that_time(
+    log: tuple[list[SeekItem], int],
+) -> None:
     items, removed = log
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch) / "log"
-        everything = _write(directory, items, removed)
+        everything = write_seek_log(directory, items, removed)
         stamps = {entry.timestamp_us for entry in everything if entry.timestamp_us is not None}
         for time_us in sorted({T0 - 1, T0 + 100} | stamps | {t - 1 for t in stamps} | {t + 1 for t in stamps}):
             got = read_entries(directory, start_time=time_us)
@@ -168,7 +148,7 @@ def test_seek_by_time_returns_what_a_read_from_the_start_returns_from_that_time(
 
 
 def test_start_index_below_the_first_present_record_starts_at_the_first_record_present(log_dir: Path) -> None:
-    everything = _write(log_dir, [(b"a", None, 1), None, (b"b", None, 1), None, (b"c", None, 1)], removed=1)
+    everything = write_seek_log(log_dir, [(b"a", None, 1), None, (b"b", None, 1), None, (b"c", None, 1)], removed=1)
     assert [entry.index for entry in everything] == [2, 3]
     assert read_entries(log_dir, start_index=1) == everything  # Kafka's "earliest": the gap shows in the index
     assert read_entries(log_dir, start_index=0) == everything

@@ -3,10 +3,11 @@ what a seek or a split returns; with a good one, a seek reads little of a segmen
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,9 @@ from click.testing import CliRunner
 from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from logtools import legacy_segment, read_entries, segment
+from logtools import T0, SeekItem, legacy_segment, read_entries, segment, write_seek_log
 from strategies import index_faults, seek_logs
-from test_spec import T0, vectors
+from test_spec import vectors
 
 from openbinlog import (
     AmbiguousSplitError,
@@ -45,8 +46,6 @@ from openbinlog._sparse_index import (
     parse_index_header,
 )
 from openbinlog.cli import main
-
-Item = tuple[bytes, int | None, int] | None
 
 
 def _masked(data: bytes) -> bytes:
@@ -117,20 +116,6 @@ def test_interval_outside_the_u4_range_is_refused() -> None:
 # -- logs, indexes, and damage to indexes --------------------------------------------------
 
 
-def _write(directory: Path, items: Sequence[Item]) -> list[Entry]:
-    now, asqn = [T0], -1
-    with Writer(directory, durability="os", clock_us=lambda: now[0]) as writer:
-        for item in items:
-            if item is None:
-                writer.cutover()
-                continue
-            payload, step, gap = item
-            now[0] += gap
-            asqn = asqn if step is None else asqn + step
-            writer.append(payload, asqn=-1 if step is None else asqn)
-    return read_entries(directory)
-
-
 def _rewrite(path: Path, change: str) -> None:
     """An index rewritten with valid checksums but lying as ``change`` says."""
     data = path.read_bytes()
@@ -167,7 +152,7 @@ def _damage_index(directory: Path, log: int, fault: str, where: int) -> None:
         _rewrite(path, fault[4:])
     elif fault == "other_log":
         other = directory.parent / "other"
-        _write(other, [(b"x" * 30, None, 1)] * 20 + [None])
+        write_seek_log(other, [(b"x" * 30, None, 1)] * 20 + [None])
         build_indexes(other, interval=64)
         path.write_bytes(_index_path(other, 1).read_bytes())
 
@@ -176,12 +161,12 @@ def _damage_index(directory: Path, log: int, fault: str, where: int) -> None:
 @settings(max_examples=60, deadline=None)
 @given(log=seek_logs, fault=index_faults, where=st.integers(min_value=0, max_value=2**16))
 def test_seeks_return_the_same_records_whatever_the_state_of_the_index(
-    log: tuple[list[Item], int], fault: str, where: int
+    log: tuple[list[SeekItem], int], fault: str, where: int
 ) -> None:
     items, _ = log
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch) / "log"
-        everything = _write(directory, [*items, None])  # the last cutover finishes every segment with records
+        everything = write_seek_log(directory, [*items, None])  # the last cutover finishes every segment with records
         build_indexes(directory, interval=64)
         for log_number in sorted(int(path.name[:8]) for path in directory.glob("*.idx")):
             _damage_index(directory, log_number, fault, where)
@@ -273,7 +258,9 @@ def test_splits_ignore_an_index_whose_entries_point_into_payloads(log_dir: Path)
 # -- a seek with an index reads little of a segment ----------------------------------------
 
 
-def _bytes_read(monkeypatch: pytest.MonkeyPatch, directory: Path, **reader_options: object) -> tuple[int, Entry]:
+@contextlib.contextmanager
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The bytes segments return to readers while the block runs, in a one-item list."""
     counted = [0]
     original = SegmentFile.read_at
 
@@ -282,10 +269,15 @@ def _bytes_read(monkeypatch: pytest.MonkeyPatch, directory: Path, **reader_optio
         counted[0] += len(data)
         return data
 
-    monkeypatch.setattr(SegmentFile, "read_at", counting)
-    with Reader(directory, **reader_options) as reader:  # type: ignore[arg-type]
+    with monkeypatch.context() as patch:
+        patch.setattr(SegmentFile, "read_at", counting)
+        yield counted
+
+
+def _bytes_read(monkeypatch: pytest.MonkeyPatch, directory: Path, **reader_options: object) -> tuple[int, Entry]:
+    """The bytes a seek reads up to its first record, and that record."""
+    with _counting_reads(monkeypatch) as counted, Reader(directory, **reader_options) as reader:  # type: ignore[arg-type]
         first = next(iter(reader))
-    monkeypatch.setattr(SegmentFile, "read_at", original)
     return counted[0], first
 
 
@@ -320,7 +312,7 @@ def test_a_seek_with_an_index_reads_a_few_intervals_of_the_segment(
 
 
 def test_building_again_changes_nothing_and_the_last_segment_is_not_indexed(log_dir: Path) -> None:
-    _write(log_dir, [(b"a" * 50, None, 1)] * 30 + [None] + [(b"b", None, 1)] * 3)
+    write_seek_log(log_dir, [(b"a" * 50, None, 1)] * 30 + [None] + [(b"b", None, 1)] * 3)
     first = build_indexes(log_dir, interval=100)
     assert [(r.log, r.status) for r in first] == [(1, "built"), (2, "skipped")]
     assert first[1].reason == "the last segment is not finished"
@@ -333,7 +325,7 @@ def test_building_again_changes_nothing_and_the_last_segment_is_not_indexed(log_
 
 @pytest.mark.spec("W-45")
 def test_a_damaged_segment_is_not_indexed_and_its_damage_is_reported(log_dir: Path) -> None:
-    everything = _write(log_dir, [(b"a" * 50, None, 1)] * 30 + [None])
+    everything = write_seek_log(log_dir, [(b"a" * 50, None, 1)] * 30 + [None])
     data = bytearray(segment(log_dir, 1).read_bytes())
     data[everything[10].offset + 45] ^= 1
     segment(log_dir, 1).write_bytes(bytes(data))
@@ -363,7 +355,7 @@ def test_version_1_segments_are_indexed_with_numbers_within_the_segment(tmp_path
 
 
 def test_retention_removes_an_index_before_its_segment(log_dir: Path) -> None:
-    _write(log_dir, [(b"a", None, 1), None, (b"b", None, 1), None, (b"c", None, 1)])
+    write_seek_log(log_dir, [(b"a", None, 1), None, (b"b", None, 1), None, (b"c", None, 1)])
     build_indexes(log_dir, interval=8)
     assert _index_path(log_dir, 1).exists()
     removed: list[str] = []
@@ -381,7 +373,7 @@ def test_retention_removes_an_index_before_its_segment(log_dir: Path) -> None:
 
 
 def test_clean_up_removes_a_dead_builders_temporary_file_and_keeps_a_held_one(log_dir: Path) -> None:
-    _write(log_dir, [(b"a", None, 1)])
+    write_seek_log(log_dir, [(b"a", None, 1)])
     dead = log_dir / ".00000001.idx.0badc0de.tmp"
     dead.write_bytes(b"partial")
     held_path = log_dir / ".00000001.idx.feed.tmp"
@@ -400,7 +392,7 @@ def test_clean_up_removes_a_dead_builders_temporary_file_and_keeps_a_held_one(lo
 
 
 def test_binlog_index_builds_and_says_what_it_did(log_dir: Path) -> None:
-    _write(log_dir, [(b"a" * 50, None, 1)] * 30 + [None] + [(b"b", None, 1)])
+    write_seek_log(log_dir, [(b"a" * 50, None, 1)] * 30 + [None] + [(b"b", None, 1)])
     result = CliRunner().invoke(main, ["index", str(log_dir), "--interval", "100"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
@@ -412,7 +404,7 @@ def test_binlog_index_builds_and_says_what_it_did(log_dir: Path) -> None:
 
 
 def test_binlog_index_exits_1_on_a_damaged_segment(log_dir: Path) -> None:
-    everything = _write(log_dir, [(b"a" * 50, None, 1)] * 30 + [None])
+    everything = write_seek_log(log_dir, [(b"a" * 50, None, 1)] * 30 + [None])
     data = bytearray(segment(log_dir, 1).read_bytes())
     data[everything[3].offset + 45] ^= 1
     segment(log_dir, 1).write_bytes(bytes(data))
@@ -423,7 +415,7 @@ def test_binlog_index_exits_1_on_a_damaged_segment(log_dir: Path) -> None:
 
 @pytest.mark.spec("R-47")
 def test_verify_notes_indexes_that_are_not_used_and_stays_ok(log_dir: Path) -> None:
-    _write(log_dir, ([(b"a" * 60, None, 1)] * 40 + [None]) * 4)
+    write_seek_log(log_dir, ([(b"a" * 60, None, 1)] * 40 + [None]) * 4)
     build_indexes(log_dir, interval=200)
     _rewrite(_index_path(log_dir, 2), "offset")
     _rewrite(_index_path(log_dir, 3), "end")
@@ -442,7 +434,7 @@ def test_verify_notes_indexes_that_are_not_used_and_stays_ok(log_dir: Path) -> N
 def test_an_index_is_written_aside_synced_and_renamed_into_place(
     log_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(log_dir, [(b"a" * 60, None, 1)] * 40 + [None])
+    write_seek_log(log_dir, [(b"a" * 60, None, 1)] * 40 + [None])
     final = _index_path(log_dir, 1)
     synced: list[bool] = []
     original_fsync = os.fsync
@@ -461,18 +453,10 @@ def test_an_index_is_written_aside_synced_and_renamed_into_place(
 def test_building_again_reads_headers_only_and_rebuild_walks_again(
     log_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(log_dir, ([(b"a" * 60, None, 1)] * 400 + [None]) * 2)
+    write_seek_log(log_dir, ([(b"a" * 60, None, 1)] * 400 + [None]) * 2)
     build_indexes(log_dir, interval=500)
-    counted = [0]
-    original = SegmentFile.read_at
-
-    def counting(self: SegmentFile, offset: int, size: int) -> bytes:
-        data = original(self, offset, size)
-        counted[0] += len(data)
-        return data
-
-    monkeypatch.setattr(SegmentFile, "read_at", counting)
-    assert [r.status for r in build_indexes(log_dir, interval=500)] == ["unchanged", "unchanged", "skipped"]
+    with _counting_reads(monkeypatch) as counted:
+        assert [r.status for r in build_indexes(log_dir, interval=500)] == ["unchanged", "unchanged", "skipped"]
     assert counted[0] < 8 * 1024 < segment(log_dir, 1).stat().st_size // 4  # headers, no segment walked
     _rewrite(_index_path(log_dir, 1), "offset")  # a lie under a valid header: only a walk finds it
     assert build_index(log_dir, 1, interval=500).status == "unchanged"
@@ -486,7 +470,7 @@ def test_building_again_reads_headers_only_and_rebuild_walks_again(
 def test_a_damaged_successor_header_is_reported_after_the_records_a_seek_with_an_index_returns(
     log_dir: Path,
 ) -> None:
-    everything = _write(log_dir, ([(b"a" * 30, None, 1)] * 20 + [None]) * 4)
+    everything = write_seek_log(log_dir, ([(b"a" * 30, None, 1)] * 20 + [None]) * 4)
     build_indexes(log_dir, interval=64)
     data = bytearray(segment(log_dir, 3).read_bytes())
     data[40] ^= 1  # the log id: segment 3's header checksum fails
