@@ -41,6 +41,7 @@ from ._format import (
     INDEX_HEADER_SIZE,
     LEGACY_FIRST_RECORD_OFFSET,
     LEGACY_LENGTH_SIZE,
+    LENGTH_FIELD_SIZE,
     MAX_RECORD_LENGTH,
     MIN_RECORD_LENGTH,
     NO_ASQN,
@@ -1283,6 +1284,20 @@ def usable_index(index: IndexSource | None, header: SegmentHeaderInfo, end: Segm
     return IndexView(index, info)
 
 
+class _Window:
+    """The bytes of ``source`` before ``stop``: a walk over it reads no further."""
+
+    def __init__(self, source: Source, stop: int) -> None:
+        self.source = source
+        self.stop = stop
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        return self.source.read_at(offset, min(size, self.stop - offset)) if offset < self.stop else b""
+
+    def size(self) -> int:
+        return min(self.source.size(), self.stop)
+
+
 def entry_reached(segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd, view: IndexView, k: int) -> bool:
     """Spec 18.5, the entry check: entry ``k`` points to a record boundary of the segment, with its index and time.
 
@@ -1304,8 +1319,12 @@ def entry_reached(segment: SegmentSource, header: SegmentHeaderInfo, end: Segmen
         and (after or k == 0)
     ):
         return False
+    # The walk reads no further than the end of the record the entry points to: about one interval.
+    length = segment.read_at(entry.offset, LENGTH_FIELD_SIZE)
+    stop = entry.offset + LENGTH_FIELD_SIZE + int.from_bytes(length.rjust(LENGTH_FIELD_SIZE, b"\0"), "big")
+    window = _Window(segment, min(stop, end.offset))
     walk = SegmentWalk(
-        segment, path=segment.path, header=header, end=end, start=previous.offset, next_index=previous.index
+        window, path=segment.path, header=header, end=end, start=previous.offset, next_index=previous.index
     )
     try:
         while batch := walk.next_batch():
