@@ -5,11 +5,16 @@ PERMISSIVE turns each damaged region into a row with the corrupt-record and
 (which names file, log, offset and index). In report mode only damage rows
 come out. Bytes beyond a segment end (a torn tail) are never read, so they
 are never damage.
+
+Each range logs, to ``openbinlog_spark.reads`` at INFO, the bytes its source
+read and the records it walked (Spark's Python worker logs collect the line
+with ``spark.sql.pyspark.worker.logging.enabled``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
@@ -21,11 +26,15 @@ from openbinlog.errors import BinlogError
 from openbinlog.walk import LogWalk
 
 from .columns import BatchBuilder
-from .listing import SegmentFile
+from .directory import PlannedDirectory
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
 from .plan import IssueItem, Item, LegacyItem, RangeItem
-from .storage import CorruptFileError, MissingFileError, SegmentSource, Storage
+from .storage import CorruptFileError, MissingFileError, Storage
 from .walk import DamagedRegion, RangeWalker, RecordRun
+
+READS_LOG = logging.getLogger("openbinlog_spark.reads")
+# As the pushdown logger (openbinlog_spark.source): INFO lines reach Spark's Python worker logs when collected.
+READS_LOG.setLevel(logging.INFO)
 
 
 def error_of(damage: Damage) -> BinlogError:
@@ -96,15 +105,26 @@ class ItemReader:
                 chunk_bytes=options.chunk_bytes,
                 max_raw_bytes=options.max_corrupt_record_bytes,
             )
+            records = 0
             for part in walker:
                 if isinstance(part, DamagedRegion):
                     yield from self._damage(builder, part.damage, part.raw)
-                elif options.report:
                     continue
-                elif isinstance(part, RecordRun):
+                records += len(part)
+                if options.report:
+                    continue
+                if isinstance(part, RecordRun):
                     yield builder.records(part)
                 else:
                     yield builder.entries(part)
+            READS_LOG.info(
+                "read %d bytes of %s for the range [%d, %d) of %d records",
+                source.bytes_read,
+                item.file.url,
+                span.start,
+                min(span.stop, span.segment_end),
+                records,
+            )
 
     def _legacy(self, item: LegacyItem) -> Iterator[pa.RecordBatch]:
         """A log holding version 1 segments, read whole by the reference walk."""
@@ -146,54 +166,3 @@ class ItemReader:
             return b""
         with segment.source as source:
             return source.read_at(damage.offset, min(damage.bytes_skipped, self.options.max_corrupt_record_bytes))
-
-
-class _Segment:
-    """A planned segment file opened for the walk."""
-
-    def __init__(self, source: SegmentSource, log: int) -> None:
-        self.source = source
-        self.path = source.url
-        self.log = log
-
-    def read_at(self, offset: int, size: int) -> bytes:
-        return self.source.read_at(offset, size)
-
-    def size(self) -> int:
-        return self.source.size()
-
-    def close(self) -> None:
-        self.source.close()
-
-
-class PlannedDirectory:
-    """The segment files planning listed for one log directory, as the walk's ``Directory``."""
-
-    def __init__(self, storage: Storage, files: Sequence[SegmentFile], options: ReadOptions) -> None:
-        self.storage = storage
-        self.options = options
-        self.files = {file.log: file for file in files}
-        self.path = files[0].directory if files else ""
-
-    def segments(self) -> list[int]:
-        return sorted(self.files)
-
-    def url(self, log: int) -> str:
-        return self.files[log].url
-
-    def open(self, log: int) -> _Segment | None:
-        file = self.files.get(log)
-        if file is None:
-            return None
-        try:
-            source = self.storage.open(file.url, file.compression, max_decompressed=self.options.max_decompressed)
-            return _Segment(source, log)
-        except MissingFileError:
-            if not self.options.ignore_missing:
-                raise  # planned, then gone: an error, never a log that silently ends early
-            del self.files[log]  # ignoreMissingFiles: the walk goes on as if it had never been listed
-            return None
-
-    def open_index(self, log: int) -> None:
-        """Planned reads walk without sparse indexes for now: an index only saves time (R-33)."""
-        return None

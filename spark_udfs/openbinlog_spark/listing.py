@@ -6,6 +6,10 @@ with ``.`` or ``_``, as Spark skips them); ``key=value`` directory names
 between the base path and a log become partition columns, unless
 ``recursiveFileLookup`` is set, which (as in Spark) turns partition
 inference off.
+
+Beside each segment the listing notes its sparse index ``NNNNNNNN.idx``
+(spec 18) when the same directory holds one, whatever the file options
+select: an index is only ever a hint, checked before any use.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from urllib.parse import unquote
 
 from pyspark.sql.types import DateType, IntegerType, LongType, StringType, StructField
 
-from openbinlog._format import LOCK_NAME, SEGMENT_NAME
+from openbinlog._format import LOCK_NAME, SEGMENT_NAME, index_name
 from openbinlog.errors import BinlogIOError, NotALogError
 
 from .options import ReadOptions
@@ -44,6 +48,8 @@ class SegmentFile:
     compression: str | None
     size: int
     partitions: tuple[tuple[str, str | None], ...]
+    index_url: str | None = None  # the segment's sparse index, when its directory lists one
+    index_size: int = 0
 
 
 def _brace_expand(pattern: str) -> list[str]:
@@ -92,12 +98,24 @@ def _partition_pairs(relative_dirs: Iterable[str]) -> tuple[tuple[str, str | Non
     return tuple(pairs)
 
 
+def _siblings(fs: Any, directory: str, cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What one listing of ``directory`` holds (path to details), for the index of a segment loaded by its own
+    path; nothing when the listing fails, since an index is never needed (R-33)."""
+    if directory not in cache:
+        try:
+            cache[directory] = {info["name"]: info for info in fs.ls(directory, detail=True)}
+        except Exception:  # any store's failure: read without indexes
+            cache[directory] = {}
+    return cache[directory]
+
+
 def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFile]:
-    """Every segment file the load paths and the file options select."""
+    """Every segment file the load paths and the file options select, with the index beside each if any."""
     if not options.paths:
         raise NotALogError("no path given: use load(path) or load([path, ...])")
     patterns = _brace_expand(options.path_glob_filter) if options.path_glob_filter else None
     found: dict[str, SegmentFile] = {}
+    listed: dict[str, dict[str, Any]] = {}  # directories listed for segments given by their own path
     for given in options.paths:
         fs, path = storage.filesystem(given)
         matches = sorted(fs.glob(path)) if _GLOB_MAGIC.search(path) else [path]
@@ -122,6 +140,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
             else:
                 root = posixpath.dirname(match)
                 entries = {match: info}
+            single = info.get("type") != "directory"
             base = root
             if options.base_path is not None:
                 base = storage.filesystem(options.base_path)[1].rstrip("/")
@@ -147,6 +166,9 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                     partitions = _partition_pairs([] if below == "." else below.split("/"))
                 url = file_path if is_local(given) else fs.unstrip_protocol(file_path)
                 directory_url = directory if is_local(given) else fs.unstrip_protocol(directory)
+                index_path = posixpath.join(directory, index_name(int(hit[1])))
+                index_info = (_siblings(fs, directory, listed) if single else entries).get(index_path)
+                indexed = index_info is not None and index_info.get("type") != "directory"
                 found[url] = SegmentFile(
                     url=url,
                     directory=directory_url,
@@ -154,6 +176,8 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                     compression=COMPRESSIONS.get((hit[2] or "").lstrip(".")),
                     size=int(file_info.get("size") or 0),
                     partitions=partitions,
+                    index_url=(index_path if is_local(given) else fs.unstrip_protocol(index_path)) if indexed else None,
+                    index_size=int(index_info.get("size") or 0) if index_info is not None else 0,
                 )
     return sorted(found.values(), key=lambda segment: (segment.directory, segment.log, segment.url))
 

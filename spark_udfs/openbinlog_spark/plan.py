@@ -2,10 +2,16 @@
 
 Every format rule applied here is ``openbinlog.walk``'s: the blank test,
 the header checks, the segment end (which walks the tail of a segment that
-is open while its successor exists, spec 8.4) and the chain rule. Damage
+is open while its successor exists, spec 8.4), the chain rule, and the index
+and entry checks of a sparse index (spec 18.5, through ``indexes``). Damage
 they reveal (a bad header, a broken chain) becomes an ``IssueItem`` that
 the executors turn into a row or an error like any other damage, so every
 mode treats it the same way.
+
+A finished segment with a usable index is cut at checked entries, record
+boundaries a payload cannot fake; and when the source is given bounds of the
+rows a query can match, its read is narrowed to the checked entries around
+them. Without a usable index a segment is planned as if none existed.
 """
 
 from __future__ import annotations
@@ -34,8 +40,11 @@ from openbinlog.walk import (
     segment_end,
 )
 
+from .directory import PlannedDirectory
+from .indexes import Cut, checked_cuts, narrowed_span
 from .listing import SegmentFile
 from .options import ReadOptions
+from .pruning import RowBounds
 from .storage import CorruptFileError, MissingFileError, Storage
 from .walk import ChainCheck, SegmentRange
 
@@ -277,8 +286,14 @@ def plan_read(
     options: ReadOptions,
     values: Callable[[SegmentFile], dict[str, Any]],
     keep: Callable[[SegmentFacts], bool],
+    *,
+    bounds: RowBounds | None = None,
 ) -> list[BinlogPartition]:
-    """Every item of the read, bin-packed into partitions the way Spark packs files."""
+    """Every item of the read, bin-packed into partitions the way Spark packs files.
+
+    ``bounds``: the rows the query can match; each whole segment with a
+    usable index is then read only between the checked entries around them.
+    """
     with ThreadPoolExecutor(HEADER_READERS) as pool:
         read = list(pool.map(lambda segment: read_facts(storage, segment, options), files))
     logs: dict[str, dict[int, SegmentFacts]] = defaultdict(dict)
@@ -290,7 +305,27 @@ def plan_read(
         items.extend(plan_log(storage, logs[directory], options=options, values=values, keep=keep))
     if not options.report and options.ignore_corrupt:
         items = [item for item in items if not (isinstance(item, IssueItem) and item.file_level)]
-    return cut(items, options)
+    if bounds:
+        items = [narrowed(storage, item, bounds, options) if isinstance(item, RangeItem) else item for item in items]
+    return cut(items, options, lambda item, wanted: indexed_cuts(storage, item, wanted, options))
+
+
+def _directory(storage: Storage, item: RangeItem, options: ReadOptions) -> PlannedDirectory:
+    return PlannedDirectory(storage, [item.file], options)
+
+
+def narrowed(storage: Storage, item: RangeItem, bounds: RowBounds, options: ReadOptions) -> RangeItem:
+    """``item`` read only between the checked entries around the rows ``bounds`` allows (spec 18.5)."""
+    span = narrowed_span(_directory(storage, item, options), item.file.log, item.range, bounds)
+    return item if span is item.range else RangeItem(item.file, span, item.partition_values)
+
+
+def indexed_cuts(
+    storage: Storage, item: RangeItem, wanted: Sequence[int], options: ReadOptions
+) -> list[Cut | None] | None:
+    """The checked entries to cut ``item`` at instead of the offsets ``wanted`` (spec 18.5, SPLIT with an
+    index); None without a usable index."""
+    return checked_cuts(_directory(storage, item, options), item.file.log, item.range, wanted)
 
 
 def _cost(item: Item, open_cost: int) -> int:
@@ -298,14 +333,27 @@ def _cost(item: Item, open_cost: int) -> int:
     return max(item.weight, open_cost) if item.weight else 0
 
 
-def _piece(item: RangeItem, start: int, stop: int) -> RangeItem:
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """Where a piece of a range starts or stops: a checked index entry (``index`` known) or an arbitrary offset,
+    where the walk searches for the next boundary (spec 10.5)."""
+
+    offset: int
+    index: int | None = None
+
+
+def _piece(item: RangeItem, start: _Bound, stop: _Bound) -> RangeItem:
     whole = item.range
+    first, last = start.offset == whole.start, stop.offset == whole.stop
     span = dataclasses.replace(
         whole,
-        start=start,
-        stop=stop,
-        exact_start=whole.exact_start and start == whole.start,
-        exact_stop=whole.exact_stop and stop == whole.stop,
+        start=start.offset,
+        stop=stop.offset,
+        exact_start=whole.exact_start if first else start.index is not None,
+        exact_stop=whole.exact_stop if last else stop.index is not None,
+        start_index=whole.start_index if first or start.index is None else start.index,
+        start_asqn=whole.start_asqn if first else -1,  # a walk from an entry knows no previous asqn (A := -1)
+        narrowed=whole.narrowed and last,
     )
     return RangeItem(item.file, span, item.partition_values)
 
@@ -329,7 +377,10 @@ def task_count(total: int, options: ReadOptions) -> int:
     return count
 
 
-def cut(items: Sequence[Item], options: ReadOptions) -> list[BinlogPartition]:
+Snap = Callable[[RangeItem, Sequence[int]], list[Cut | None] | None]
+
+
+def cut(items: Sequence[Item], options: ReadOptions, snap: Snap | None = None) -> list[BinlogPartition]:
     """The items laid end to end in log order, cut into tasks of equal cost.
 
     A cut that falls inside an uncompressed segment of at least
@@ -338,6 +389,11 @@ def cut(items: Sequence[Item], options: ReadOptions) -> list[BinlogPartition]:
     whole to the task in which it starts. Equal tasks, rather than Spark's
     packing of split files, keep every core busy to the end: a log of one
     and a half segments on two cores is two tasks, not three.
+
+    ``snap`` moves the cuts of a segment with a usable index to checked
+    entries (spec 18.5), where consecutive ranges meet exactly; it leaves
+    out a cut with no entry after the previous one, so the range before it
+    runs on into the next task.
     """
     open_cost = max(options.open_cost, 1)
     total = sum(_cost(item, open_cost) for item in items)
@@ -353,14 +409,20 @@ def cut(items: Sequence[Item], options: ReadOptions) -> list[BinlogPartition]:
         while task < tasks - 1 and task_end(task) <= position:
             task += 1
         if isinstance(item, RangeItem) and item.file.compression is None and item.weight >= open_cost:
-            start, end = item.range.start, min(item.range.stop, item.range.readable_end)
+            end = min(item.range.stop, item.range.readable_end)
+            wanted: list[tuple[int, int]] = []  # (task, offset): where the tasks' ends fall in the range
             while task < tasks - 1 and task_end(task) < position + cost:
-                at = item.range.start + (task_end(task) - position) * (end - item.range.start) // cost
-                if at > start:
-                    partitions[task].append(_piece(item, start, at))
-                    start = at
+                wanted.append((task, item.range.start + (task_end(task) - position) * (end - item.range.start) // cost))
                 task += 1
-            partitions[task].append(_piece(item, start, item.range.stop))
+            snapped = snap(item, [at for _, at in wanted]) if snap is not None and wanted else None
+            bounds = [_Bound(at) for _, at in wanted] if snapped is None else snapped
+            start = _Bound(item.range.start)
+            for (number, _), bound in zip(wanted, bounds, strict=True):
+                if bound is not None and bound.offset > start.offset:
+                    stop = _Bound(bound.offset, bound.index)
+                    partitions[number].append(_piece(item, start, stop))
+                    start = stop
+            partitions[task].append(_piece(item, start, _Bound(item.range.stop)))
         else:
             partitions[task].append(item)
         position += cost

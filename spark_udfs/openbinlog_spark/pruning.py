@@ -16,13 +16,17 @@ What a version 2 header proves (spec 3.2, 4.4):
 - ``log``: the segment's number; partition columns: the directory names.
 Legacy version 1 records have no timestamp, so no timestamp comparison can
 match them.
+
+Within a segment, ``row_bounds`` turns the same filters into the range of
+indexes and times a matching row can have, which the planner narrows a read
+to with the segment's sparse index (spec 18.5; ``openbinlog_spark.indexes``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -50,12 +54,83 @@ class Bounds:
 
 
 ALWAYS_NULL = Bounds(null=True)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _literal(value: Any) -> Any:
+    """A filter's value as the column holds it: a time in microseconds since the epoch (exactly, for the
+    zoned times Spark pushes; a naive one is local time, as ``datetime.timestamp`` takes it)."""
     if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            return (value - _EPOCH) // _MICROSECOND
         return round(value.timestamp() * 1_000_000)
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class RowBounds:
+    """The indexes and times a row matching every pushed filter can have: inclusive bounds, None for none."""
+
+    index_low: int | None = None
+    index_high: int | None = None
+    time_low_us: int | None = None
+    time_high_us: int | None = None
+
+    def __bool__(self) -> bool:
+        return any(
+            bound is not None for bound in (self.index_low, self.index_high, self.time_low_us, self.time_high_us)
+        )
+
+
+def _interval(item: Comparison) -> tuple[int | None, int | None] | None:
+    """The inclusive range of integers ``item`` lets through; None when it gives none to narrow by."""
+    if isinstance(item, In):
+        values = [_literal(value) for value in item.value]
+        if not values or not all(isinstance(value, int) for value in values):
+            return None
+        return min(values), max(values)
+    value = _literal(item.value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if isinstance(item, EqualTo):
+        return value, value
+    if isinstance(item, GreaterThan):
+        return value + 1, None
+    if isinstance(item, GreaterThanOrEqual):
+        return value, None
+    if isinstance(item, LessThan):
+        return None, value - 1
+    if isinstance(item, LessThanOrEqual):
+        return None, value
+    return None
+
+
+def row_bounds(filters: Sequence[Comparison]) -> RowBounds:
+    """The bounds of ``index`` and ``timestamp`` that every filter (a conjunct) allows together.
+
+    Times are widened by a microsecond each way: a bound only saves reading,
+    and a time Spark pushed through a float must not lose a row at its edge.
+    """
+    found: dict[str, list[int | None]] = {"index": [None, None], "timestamp": [None, None]}
+    for item in filters:
+        column = item.attribute[0]
+        interval = _interval(item) if column in found else None
+        if interval is None:
+            continue
+        low, high = found[column]
+        if interval[0] is not None:
+            low = interval[0] if low is None else max(low, interval[0])
+        if interval[1] is not None:
+            high = interval[1] if high is None else min(high, interval[1])
+        found[column] = [low, high]
+    (index_low, index_high), (time_low, time_high) = found["index"], found["timestamp"]
+    return RowBounds(
+        index_low=index_low,
+        index_high=index_high,
+        time_low_us=None if time_low is None else time_low - 1,
+        time_high_us=None if time_high is None else time_high + 1,
+    )
 
 
 def usable(filters: Sequence[Filter], partition_names: Sequence[str]) -> list[Comparison]:

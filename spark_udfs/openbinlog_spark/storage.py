@@ -5,6 +5,12 @@ Local files are read with ``os.pread``; other URLs with fsspec range reads
 (``NNNNNNNN.dat.gz``, ``NNNNNNNN.dat.zst``, spec 2.6) are unpacked by the
 reference reader's ``openbinlog.compressed``, as far as reads reach and never
 beyond the segment's end: planning unpacks little more than a header.
+
+Every source counts the bytes it reads (``bytes_read``: fetched from the
+store, or unpacked), which the executors log (``openbinlog_spark.reads``).
+Sparse index files (spec 18) are opened as ``IndexFile``: a read of one that
+fails reads as no bytes, so the index check or the entry check refuses it
+and the read goes on without it (R-33, R-47).
 """
 
 from __future__ import annotations
@@ -74,6 +80,13 @@ class Storage:
             return LocalSource(local_path(url))
         return RemoteSource(self, url, listed_size)
 
+    def open_index(self, url: str, listed_size: int | None = None) -> IndexFile | None:
+        """The index file at ``url`` (spec 18), or None when it cannot be opened: an index only saves time."""
+        try:
+            return IndexFile(LocalSource(local_path(url)) if is_local(url) else RemoteSource(self, url, listed_size))
+        except BinlogIOError:
+            return None
+
 
 def _io_error(exc: BaseException, url: str, what: str) -> BinlogIOError:
     if isinstance(exc, FileNotFoundError) or (isinstance(exc, OSError) and exc.errno == errno.ENOENT):
@@ -86,6 +99,7 @@ class SegmentSource:
     """Read-only random access to the (decompressed) bytes of one segment file."""
 
     url: str
+    bytes_read: int = 0  # what the reads returned (a remote source: what it fetched)
 
     def read_at(self, offset: int, size: int) -> bytes:
         raise NotImplementedError
@@ -113,9 +127,11 @@ class LocalSource(SegmentSource):
 
     def read_at(self, offset: int, size: int) -> bytes:
         try:
-            return pread(self.fd, size, offset)
+            data = pread(self.fd, size, offset)
         except OSError as exc:
             raise BinlogIOError(f"read of {size} bytes failed: {exc.strerror}", path=self.url, offset=offset) from exc
+        self.bytes_read += len(data)
+        return data
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
@@ -148,9 +164,11 @@ class RemoteSource(SegmentSource):
 
     def _fetch(self, offset: int, size: int) -> bytes:
         try:
-            return bytes(self.fs.cat_file(self.path, start=offset, end=offset + size))
+            data = bytes(self.fs.cat_file(self.path, start=offset, end=offset + size))
         except Exception as exc:
             raise _io_error(exc, self.url, f"read of {size} bytes at {offset} failed") from exc
+        self.bytes_read += len(data)
+        return data
 
     def size(self) -> int:
         if self._size is None:
@@ -190,10 +208,36 @@ class CompressedSource(SegmentSource):
             raise _io_error(exc, self.url, "cannot open segment") from exc
 
     def read_at(self, offset: int, size: int) -> bytes:
-        return self._segment.read_at(offset, size)
+        data = self._segment.read_at(offset, size)
+        self.bytes_read += len(data)
+        return data
 
     def size(self) -> int:
         return self._segment.size()
 
     def close(self) -> None:
         self._segment.close()
+
+
+class IndexFile:
+    """A sparse index file (spec 18) as the walk's ``IndexSource``: a read that fails reads as no bytes, and a
+    size that cannot be had as none, so the walk's checks refuse the index instead of failing the read (R-47)."""
+
+    def __init__(self, source: SegmentSource) -> None:
+        self.source = source
+        self.url = source.url
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        try:
+            return self.source.read_at(offset, size)
+        except (BinlogIOError, OSError):
+            return b""
+
+    def size(self) -> int:
+        try:
+            return self.source.size()
+        except (BinlogIOError, OSError):
+            return -1
+
+    def close(self) -> None:
+        self.source.close()

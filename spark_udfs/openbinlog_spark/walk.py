@@ -78,6 +78,9 @@ class SegmentRange:
     ``start_asqn`` (offset 256, or a position a streaming offset recorded);
     otherwise the range starts at the boundary found from ``start``.
     ``exact_stop`` likewise for ``stop``; a ``stop`` at or beyond S means S.
+    ``narrowed``: ``stop`` is a checked index entry beyond every row the
+    query can match (spec 18.5): the walk ends once it lands there, without
+    reading the record that starts there.
     """
 
     header: SegmentHeaderInfo
@@ -90,6 +93,7 @@ class SegmentRange:
     start_index: int
     start_asqn: int
     chain: ChainCheck | None = None  # the boundary after this segment, checked by the range that ends at S
+    narrowed: bool = False
 
     @property
     def log(self) -> int:
@@ -259,6 +263,21 @@ class ArrowRuns:
 ARROW_RUNS = ArrowRuns()
 
 
+def _tiled(chunk: int, span: int) -> int:
+    """The read size for a range of ``span`` bytes that stops before the segment end, at most ``chunk``.
+
+    The walk reads ``chunk`` bytes at a time up to the segment end, so a
+    range would read up to a whole chunk beyond its stop. A range that fits
+    in a chunk is read in one read of its size; a longer one in equal parts,
+    each with a sixteenth more for the record a read leaves cut at its end.
+    """
+    if span <= chunk:
+        return max(span, 1)
+    reads = -(-span * 17 // (chunk * 16))
+    part = -(-span // reads)
+    return min(chunk, part + part // 16)
+
+
 class RangeWalker:
     """Walk one ``SegmentRange`` with the reference walk: yields ``RecordRun``, lists of ``Entry``
     and ``DamagedRegion``.
@@ -313,6 +332,7 @@ class RangeWalker:
             self.position = rng.readable_end
             return
         start, index, asqn, split = planned
+        chunk = self.chunk_bytes if split is None else _tiled(self.chunk_bytes, split.walk_to - start)
         walk = SegmentWalk(
             self.source,
             path=self.path,
@@ -327,7 +347,9 @@ class RangeWalker:
         reported = 0
         while True:
             self.position, self.next_index = walk.offset, walk.next_index
-            part = walk.next_run(ARROW_RUNS, chunk=self.chunk_bytes)
+            if rng.narrowed and split is not None and walk.offset == split.walk_to:
+                break  # landed on the checked entry beyond the query's rows: nothing after it is wanted
+            part = walk.next_run(ARROW_RUNS, chunk=chunk)
             for damage in walk.damage[reported:]:
                 yield self._region(damage)
             reported = len(walk.damage)

@@ -12,7 +12,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from openbinlog import Damage, Reader
+from openbinlog import Damage, Reader, Writer, build_indexes
 from openbinlog._format import HEADER_SIZE, SEGMENT_NAME
 from openbinlog._records import encode_record
 from openbinlog._segment import CommitState, build_header, encode_slot
@@ -208,3 +208,18 @@ def payloads(count: int, size: int = 120, seed: int = 7) -> list[bytes]:
 
 def file_size(path: Path) -> int:
     return os.path.getsize(path)
+
+
+def log_of_logs(directory: Path, count: int, *, interval: int = 256, filler: int = 0) -> Path:
+    """A sealed segment whose every payload is a whole, valid record of the same log carrying the index and time
+    of the record that holds it (and ``filler`` bytes after it), so that every embedded record passes every check
+    a reader can make at its offset; then a cutover (segment 2, empty) and the index of segment 1."""
+    now = [1_700_000_000_000_000]
+    with Writer(directory, durability="os", clock_us=lambda: now[0]) as writer:
+        for index in range(1, count + 1):
+            now[0] += 1_000
+            inner = encode_record(index, b"inner-%d" % index * 3 + b"." * filler, timestamp_us=now[0])
+            writer.append(inner)
+        writer.cutover()
+    build_indexes(directory, interval=interval)
+    return directory

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from binlog_frames import collected, reference, split_options, strict_reference
+from binlog_frames import collected, log_of_logs, reference, split_options, strict_reference
 from logtools import flip_bit, segment
 from pyspark.sql import DataFrameReader, SparkSession
 from test_spark_semantics import build_log
@@ -122,3 +122,25 @@ def test_damaged_log_on_s3_splits_and_reports_like_on_disk(
     expected_records, expected_damages = reference(directory)
     assert records == [record for record in expected_records if record[0] == 2]
     assert damages == [damage for damage in expected_damages if damage[1] == 2] != []
+
+
+@pytest.mark.spec("R-47", "R-40")
+def test_indexes_on_s3_are_read_and_cut_the_splits_of_a_log_of_logs(
+    spark: SparkSession, tmp_path: Path, endpoint: str, bucket: s3fs.S3FileSystem
+) -> None:
+    directory = log_of_logs(tmp_path / "log", 600)
+    expected = [record for record in strict_reference(directory) if record[0] == 1]
+    bucket.put(str(directory) + "/", f"{BUCKET}/indexed/", recursive=True)
+    bucket.put(str(directory / "00000001.dat"), f"{BUCKET}/bare/00000001.dat")
+    assert bucket.exists(f"{BUCKET}/indexed/00000001.idx")
+    options = split_options(segment(directory, 1).stat().st_size, 7)
+    results = {}
+    for name in ("indexed", "bare"):
+        reader = _reader(spark, endpoint)
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        results[name] = collected(reader.load(f"s3://{BUCKET}/{name}/00000001.dat"))
+    # The index listed beside the segment on S3 makes the seven splits exact; without it the same cuts fall
+    # inside payloads that hold valid records, and the walk reports it.
+    assert results["indexed"] == (expected, [])
+    assert "ambiguous_split" in {damage[0] for damage in results["bare"][1]}
