@@ -21,7 +21,7 @@ Where each rule of the walk lives:
 - the walk of a whole log (spec 10.2, 10.3, 10.6): ``LogWalk``
 - starting at an index or a time: ``seek_segment`` picks the segment, ``LogWalk.seek`` walks from it
 - the sparse index (spec 18.5): ``usable_index`` (the index check), ``entry_reached`` (the entry check),
-  ``indexed_start`` (a seek's start), ``indexed_cuts`` (split starts)
+  ``indexed_start`` (a seek's start), ``indexed_cuts`` and ``checked_cuts`` (split starts)
 """
 
 from __future__ import annotations
@@ -1394,23 +1394,44 @@ def indexed_cuts(
     if view is None:
         return None
     try:
-        cuts = [HEADER_SIZE]
         span = end.offset - HEADER_SIZE
-        for part in range(1, parts):
-            wanted = HEADER_SIZE + span * part // parts
-
-            def before(entry: IndexEntryInfo, at: int = wanted) -> bool:
-                return entry.offset <= at
-
-            k = last_before(view.info.entry_count, view.entry, before)
-            if k is None:
-                return None
-            entry = view.entry(k) if k >= 0 else None
-            if entry is not None and entry.offset > cuts[-1] and entry_reached(segment, header, end, view, k):
-                cuts.append(entry.offset)
-        return cuts
+        wanted = [HEADER_SIZE + span * part // parts for part in range(1, parts)]
+        found = checked_cuts(segment, header, end, view, wanted)
+        return [HEADER_SIZE] + [cut[0] for cut in found if cut is not None]
     finally:
         view.source.close()
+
+
+def checked_cuts(
+    segment: SegmentSource,
+    header: SegmentHeaderInfo,
+    end: SegmentEnd,
+    view: IndexView,
+    wanted: Sequence[int],
+    *,
+    after: int = HEADER_SIZE,
+) -> list[tuple[int, int] | None]:
+    """For each offset in ``wanted`` (ascending), the entry at or before it that passes the entry check and lies
+    beyond the previous cut (beyond ``after`` for the first): its offset and index; None where there is none."""
+    cuts: list[tuple[int, int] | None] = []
+    for at in wanted:
+
+        def before(entry: IndexEntryInfo, at: int = at) -> bool:
+            return entry.offset <= at
+
+        k = last_before(view.info.entry_count, view.entry, before)
+        entry = view.entry(k) if k is not None and k >= 0 else None
+        if (
+            entry is not None
+            and k is not None
+            and after < entry.offset
+            and entry_reached(segment, header, end, view, k)
+        ):
+            cuts.append((entry.offset, entry.index))
+            after = entry.offset
+        else:
+            cuts.append(None)
+    return cuts
 
 
 # -- the walk of a log -------------------------------------------------------------

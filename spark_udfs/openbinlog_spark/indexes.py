@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from openbinlog._sparse_index import IndexEntryInfo, last_before
 from openbinlog.errors import BinlogIOError
 from openbinlog.walk import IndexView, entry_reached, open_index
+from openbinlog.walk import checked_cuts as walk_checked_cuts
 
 from .directory import PlannedDirectory, PlannedSegment
 from .pruning import RowBounds
@@ -113,20 +114,11 @@ def checked_cuts(
     with segment_index(directory, log, span) as index:
         if index is None:
             return None
-        cuts: list[Cut | None] = []
-        previous = span.start
-        for at in wanted:
-
-            def before(entry: IndexEntryInfo, wanted_at: int = at) -> bool:
-                return entry.offset <= wanted_at
-
-            cut = index.at_or_before(before)
-            if cut is None or not previous < cut.offset < span.stop:
-                cuts.append(None)
-            else:
-                cuts.append(cut)
-                previous = cut.offset
-        return cuts
+        try:
+            found = walk_checked_cuts(index.segment, span.header, span.end, index.view, wanted, after=span.start)
+        except BinlogIOError:
+            return None  # the segment's own read failed: plan as without an index, the executor meets it again
+        return [Cut(*cut) if cut is not None and cut[0] < span.stop else None for cut in found]
 
 
 def narrowed_span(directory: PlannedDirectory, log: int, span: SegmentRange, bounds: RowBounds) -> SegmentRange:
