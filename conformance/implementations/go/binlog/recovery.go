@@ -60,9 +60,13 @@ func (w *Writer) prepare() (*writeTarget, error) {
 // temporary file of a compression (section 2.6).
 var compressionTempNameRE = regexp.MustCompile(`^\.[0-9]{8}\.dat\.(gz|zst)\.[0-9a-f]+\.tmp$`)
 
-// isTempName: a name of either pattern of section 7.4 step 1, matched exactly.
+// indexTempNameRE is the third pattern of section 7.4 step 1: the temporary
+// file of an index builder (section 18.4).
+var indexTempNameRE = regexp.MustCompile(`^\.[0-9]{8}\.idx\.[0-9a-f]+\.tmp$`)
+
+// isTempName: a name of any pattern of section 7.4 step 1, matched exactly.
 func isTempName(name string) bool {
-	return tempNameRE.MatchString(name) || compressionTempNameRE.MatchString(name)
+	return tempNameRE.MatchString(name) || compressionTempNameRE.MatchString(name) || indexTempNameRE.MatchString(name)
 }
 
 // findLast finds the last segment, decides every refusal of the open, and

@@ -422,6 +422,37 @@ func TestRecoveryDecidesItsRefusalBeforeCleaningUp(t *testing.T) {
 	}
 }
 
+// Section 7.4 step 1: an index builder's temporary file is deleted when no
+// process holds it, and left alone while one does; the index itself stays.
+func TestRecoveryRemovesUnheldIndexTemporaryFilesOnly(t *testing.T) {
+	dir := twoSegments(t)
+	stale := filepath.Join(dir, ".00000001.idx.5eed.tmp")
+	live := filepath.Join(dir, ".00000001.idx.0c0ffee.tmp")
+	index := filepath.Join(dir, "00000001.idx")
+	for _, p := range []string{stale, live, index} {
+		writeFile(t, p, []byte("x"))
+	}
+	f, err := os.OpenFile(live, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := ofdLock(f, syscall.F_WRLCK); err != nil {
+		t.Fatal(err)
+	}
+	if err := Recover(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatal("an unheld index temporary file was left")
+	}
+	for _, p := range []string{live, index} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("clean-up removed %s: %v", p, err)
+		}
+	}
+}
+
 // Section 7.4 step 1: a compression's temporary file is deleted when no
 // process holds it, and left alone while one does.
 func TestRecoveryRemovesUnheldCompressionTemporaryFilesOnly(t *testing.T) {
