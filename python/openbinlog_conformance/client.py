@@ -203,7 +203,9 @@ class CliTestee:
                 args += [f"--{member.replace('_', '-')}", str(request[member])]
         if op == "read" and request.get("tolerant"):
             args.append("--tolerant")
-        if op == "read" and "log" in request:
+        if op == "read" and request.get("parts") is not None:
+            args += ["--plan", f"{request['log']}:{request['parts']}"]
+        elif op == "read" and "log" in request:
             args += ["--split", f"{request['log']}:{request['start']}:{request['stop']}"]
         if op == "write":
             stdin = json.dumps({key: request[key] for key in ("records", "cutover_before", "options")}).encode()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, verify
+from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, split_offsets, verify
 from openbinlog._format import HEADER_SIZE
 from openbinlog._segment import parse_header
 from openbinlog.walk import legacy_leftover
@@ -20,6 +20,7 @@ from . import canonical
 
 Json = dict[str, Any]
 CHUNK = 1 << 20
+U64_MAX = 2**64 - 1  # the stop of a segment's last split: any offset beyond its end
 
 
 def read_log(directory: str, after: str | bytes | None = None) -> Json:
@@ -82,6 +83,24 @@ def read_split_log(directory: str, log: int, start: int, stop: int) -> Json:
     except BinlogError as exc:
         return {"outcome": "reject", "records": records, "torn": None, "error": canonical.error(exc)}
     return _completed(records, None)
+
+
+def read_planned_splits(directory: str, log: int, parts: int) -> Json:
+    """Segment ``log`` in up to ``parts`` splits planned by ``split_offsets`` (at checked entries of its sparse
+    index when one passes the index check, spec 18.5), read one after another: the records of them all in
+    order, or those returned before the first failure and that failure. ``cuts``: where the splits start."""
+    records: list[Json] = []
+    cuts: list[int] = []
+    try:
+        cuts = split_offsets(directory, log, parts)
+        for start, stop in zip(cuts, [*cuts[1:], U64_MAX], strict=True):
+            for entry in read_split(directory, log, start, stop):
+                records.append(canonical.record(entry))
+    except BinlogError as exc:
+        answer = {"outcome": "reject", "records": records, "torn": None, "error": canonical.error(exc)}
+    else:
+        answer = _completed(records, None)
+    return {**answer, "cuts": [str(cut) for cut in cuts]}
 
 
 def _completed(records: list[Json], torn: Json | None) -> Json:

@@ -15,7 +15,15 @@ import openbinlog
 from openbinlog.build import build_info
 
 from . import serve
-from .reference import read_log, read_log_from, read_log_tolerant, read_split_log, recover_log, write_log
+from .reference import (
+    read_log,
+    read_log_from,
+    read_log_tolerant,
+    read_planned_splits,
+    read_split_log,
+    recover_log,
+    write_log,
+)
 from .vocabulary import CAPABILITIES, SPEC_VERSION
 
 Json = dict[str, Any]
@@ -49,6 +57,9 @@ class ReferenceTestee:
 
     def read_split(self, path: str, log: int, start: int, stop: int) -> Json:
         return read_split_log(path, log, start, stop)
+
+    def read_plan(self, path: str, log: int, parts: int) -> Json:
+        return read_planned_splits(path, log, parts)
 
     def write(self, path: str, spec: Json) -> Json:
         return write_log(path, spec)

@@ -330,8 +330,9 @@ def _unsupported(answer: Json, what: str, session: _Session, case: Case | None) 
     return []
 
 
-# The members of a read operation that say how to read: after a ref, tolerantly, or one split.
-READ_OPTIONS = ("after", "after_binary", "at", "from_index", "since_us", "tolerant", "log", "start", "stop")
+# The members of a read operation that say how to read: after a ref, at a ref, from an index or a time,
+# tolerantly, one split, or planned splits.
+READ_OPTIONS = ("after", "after_binary", "at", "from_index", "since_us", "tolerant", "log", "start", "stop", "parts")
 
 
 def read_and_compare(

@@ -1,7 +1,8 @@
 """The testee side of the protocol: a file-level CLI and a JSON-lines session.
 
-An adapter implements ``Handler`` (hello, the three kinds of read, write,
-recover) and calls
+An adapter implements ``Handler`` (hello, the kinds of read, write, recover;
+optionally ``read_from`` for the starts of capabilities resume_at and seek,
+and ``read_plan`` for the planned splits of capability split_plan) and calls
 ``main``; this module does the argument parsing, the session loop, the exit
 codes and the flushing (spec/conformance.md, "The testee protocol"). The
 Python reference adapter and the deliberately broken test adapters are such
@@ -71,13 +72,21 @@ def _read(handler: Handler, request: Json) -> Json:
             raise Unsupported("a read has one ref")
         after = _hex(request["after_binary"])
     starts = [name for name in STARTS if request.get(name) is not None]
-    split = "log" in request
-    if sum((after is not None, bool(starts), split, request.get("tolerant") is True)) > 1:
+    plan = request.get("parts") is not None
+    split = "log" in request and not plan
+    if sum((after is not None, bool(starts), split, plan, request.get("tolerant") is True)) > 1:
         raise Unsupported("a read combines at most one way to start")
     if request.get("tolerant") is True:
         return handler.read_tolerant(path)
     if split:
         return handler.read_split(path, int(request["log"]), int(request["start"]), int(request["stop"]))
+    if plan:
+        read_plan = getattr(handler, "read_plan", None)
+        parts = int(request["parts"])
+        if read_plan is None or parts < 1:
+            raise Unsupported(f"planned splits into {parts} parts")
+        planned: Json = read_plan(path, int(request["log"]), parts)
+        return planned
     if starts:
         read_from = getattr(handler, "read_from", None)
         if read_from is None:
@@ -98,6 +107,12 @@ def parse_split(text: str) -> Json:
     """``LOG:START:STOP``, the command-line form of a split, as the members of a read request."""
     log, start, stop = (int(part) for part in text.split(":"))
     return {"log": log, "start": str(start), "stop": str(stop)}
+
+
+def parse_plan(text: str) -> Json:
+    """``LOG:PARTS``, the command-line form of planned splits, as the members of a read request."""
+    log, parts = (int(part) for part in text.split(":"))
+    return {"log": log, "parts": parts}
 
 
 def session(handler: Handler, stdin: TextIO, stdout: TextIO) -> int:
@@ -127,6 +142,9 @@ def main(handler: Handler, argv: list[str] | None = None) -> int:
     how.add_argument("--since-us", help="start at the first record whose timestamp_us is at least this")
     how.add_argument("--tolerant", action="store_true", help="step over damage and list it")
     how.add_argument("--split", type=parse_split, help="only segment LOG's records in [START, STOP)")
+    how.add_argument(
+        "--plan", type=parse_plan, help="segment LOG in up to PARTS planned splits, read one after another"
+    )
     commands.add_parser("write", help="write a new log from the specification on stdin").add_argument("directory")
     commands.add_parser("recover", help="run writer recovery on a log directory").add_argument("directory")
     commands.add_parser("session", help="serve JSON-lines requests on stdin")
@@ -150,6 +168,7 @@ def main(handler: Handler, argv: list[str] | None = None) -> int:
                 "since_us": args.since_us,
                 "tolerant": args.tolerant,
                 **(args.split or {}),
+                **(args.plan or {}),
             }
             result = _read(handler, request)
             code = EXIT_BY_OUTCOME[result["outcome"]]

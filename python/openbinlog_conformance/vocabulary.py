@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Final
 
-# MAJOR.MINOR follow the format specification's version (2.0); PATCH counts
+# MAJOR.MINOR follow the format specification's version (2.1); PATCH counts
 # fixes to the suite itself. Cases carry `since` / `until` in spec versions.
-SUITE_VERSION: Final = "2.0.3"
-SPEC_VERSION: Final = "2.0"
+SUITE_VERSION: Final = "2.1.0"
+SPEC_VERSION: Final = "2.1"
+# The spec versions the suite has cases for, oldest first: a case's `since` is one of them.
+SPEC_VERSIONS: Final = ("2.0", "2.1")
 
 LEVELS: Final = ("must", "should", "may")
 
@@ -27,6 +29,8 @@ ROLES: Final = ("reader", "writer", "follower", "parser")
 # (MAY) and a testee that offers it must get right: resume_at: resuming at a ref
 # (10.6 step 5); seek: starting at an index or a time (10.7); compressed: reading
 # compressed sealed segments (2.6); preallocate: writing preallocated segments (6.5).
+# split_plan (suite 2.1.0): planning the splits of a segment and reading them one after
+# another (spec 10.5; with a sparse index, spec 18.5 "SPLIT with an index").
 CAPABILITIES: Final = (
     "legacy_v1",
     "refs",
@@ -38,6 +42,7 @@ CAPABILITIES: Final = (
     "seek",
     "compressed",
     "preallocate",
+    "split_plan",
 )
 
 OUTCOMES: Final = ("accept", "recovered", "reject", "implementation_defined")

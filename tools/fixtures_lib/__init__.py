@@ -9,6 +9,7 @@ from . import (
     catalog_decisions_legacy,
     catalog_decisions_reader,
     catalog_decisions_writer,
+    catalog_index,
     catalog_legacy,
     catalog_reach,
     catalog_split,
@@ -35,6 +36,7 @@ def build_catalog() -> Catalog:
         catalog_decisions_reader,
         catalog_decisions_writer,
         catalog_decisions_legacy,
+        catalog_index,
     ):
         module.add(cat)
     return cat

@@ -7,7 +7,9 @@ fixture of it.
 
 from __future__ import annotations
 
-from .builder import LogBuilder, seeded_bytes
+import random
+
+from .builder import LOG_ID, LogBuilder, seeded_bytes
 
 
 def basic_log() -> LogBuilder:
@@ -70,4 +72,30 @@ def skippable_log() -> LogBuilder:
     log.write(b"another skippable kind", frame=255)
     log.write(b"data-3")
     log.publish()
+    return log
+
+
+def indexed_log(*, log_id: bytes = LOG_ID, seed: int = 1800) -> LogBuilder:
+    """Three segments for the sparse index (spec 18): segment 1 sealed with 18 records, segment 2 finished by
+    its successor but not sealed (protocols 8.4) with 12, segment 3 open (the last) with 3.
+
+    Seeded payloads of 8 to 64 bytes, published in batches of three; every third record carries an asqn.
+    Segments 1 and 2 end at their commit points, so their ends S are the same for every reader. Another
+    ``log_id`` and ``seed`` give another log of the same shape, with other payloads at other offsets.
+    """
+    log = LogBuilder(log_id=log_id)
+    sizes = random.Random(seed).choices(range(8, 65), k=33)
+    number = 0
+    for count in (18, 12, 3):
+        if number == 18:
+            log.cutover()
+        elif number:
+            log.start_successor()
+        for _ in range(0, count, 3):
+            batch: list[bytes | tuple[bytes, int]] = []
+            for _ in range(3):
+                number += 1
+                payload = seeded_bytes(seed + number, sizes[number - 1])
+                batch.append((payload, 1000 + number) if number % 3 == 0 else payload)
+            log.batch(*batch)
     return log

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Case, Fixture, Json
+from .model import SINCE_2_0, Case, Fixture, Json
 from .mutations import Files, Mutation
 
 # The capability each start of a read request needs.
@@ -72,12 +72,16 @@ class Catalog:
         requires: list[str] | None = None,
         tolerant: bool = False,
         split: tuple[int, int, int] | None = None,
+        plan: tuple[int, int] | None = None,
         start: Json | None = None,
         until: str | None = None,
+        since: str = SINCE_2_0,
     ) -> Case:
         """A reader case: read the fixture from its start (or after ``after``, tolerantly, or one split).
 
         ``split`` is (log, start, stop): only segment ``log``'s records whose offset lies in [start, stop).
+        ``plan`` is (log, parts): segment ``log`` in up to ``parts`` splits the testee plans, read one after
+        another (capability split_plan).
         ``start`` is one of the other starts of the protocol: ``after_binary`` (a binary ref, hexadecimal),
         ``at`` (resume at a ref), ``from_index`` or ``since_us`` (spec/conformance.md section 3.4).
         ``until``: the spec version from which the expectation no longer holds (a retired case keeps its id;
@@ -97,6 +101,10 @@ class Catalog:
             log, first, stop = split
             operation.update({"log": log, "start": str(first), "stop": str(stop)})
             needs.append("split")
+        if plan is not None:
+            log, parts = plan
+            operation.update({"log": log, "parts": parts})
+            needs.append("split_plan")
         for member, value in (start or {}).items():
             operation[member] = value
             needs.append(START_CAPABILITIES[member])
@@ -112,6 +120,7 @@ class Catalog:
                 requires=needs,
                 faults=list(fixture.faults),
                 defect=fixture.defect,
+                since=since,
                 until=until,
             )
         )

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from openbinlog_conformance.vocabulary import CHOICES, ERROR_CLASSES, LEVELS, ROLES, SPEC_VERSION
+from openbinlog_conformance.vocabulary import CHOICES, ERROR_CLASSES, LEVELS, ROLES, SPEC_VERSIONS
 
 from .builder import RecordFact
 from .mutations import Files, Mutation
@@ -27,6 +27,10 @@ INLINE_PAYLOAD_LIMIT = 4096
 # The ``until`` of a case whose expectation suite 2.0.2 corrected (issue 14: one reading procedure): it no
 # longer holds for spec 2.0 as corrected, and its corrected expectation has a new case id.
 RETIRED_BY_2_0_2 = "2.0"
+
+# The spec version a case tests from (its ``since``): 2.0 for what the format has had from the start, 2.1 for
+# the sparse index (spec index.md) that minor revision 2.1 added.
+SINCE_2_0, SINCE_2_1 = SPEC_VERSIONS
 
 
 def record(fact: RecordFact, *, checked: bool = True) -> Json:
@@ -176,7 +180,7 @@ class Case:
     requires: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     defect: str | None = None
-    since: str = SPEC_VERSION
+    since: str = SINCE_2_0
     until: str | None = None
 
     def __post_init__(self) -> None:
@@ -185,6 +189,8 @@ class Case:
             raise ValueError(f"case id {self.id}: expected LEVEL.ROLE.GROUP.NAME")
         if parts[1] not in self.roles:
             raise ValueError(f"case id {self.id}: role {parts[1]} missing from roles {self.roles}")
+        if self.since not in SPEC_VERSIONS:
+            raise ValueError(f"case id {self.id}: since {self.since} is not one of {SPEC_VERSIONS}")
 
     @property
     def level(self) -> str:

@@ -22,7 +22,7 @@ import (
 const (
 	implName    = "binlog-go"
 	implVersion = "0.1.0"
-	specVersion = "2.0"
+	specVersion = "2.1"
 )
 
 func main() {

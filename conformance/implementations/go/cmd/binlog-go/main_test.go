@@ -146,7 +146,7 @@ func TestSessionServesRequestsLineByLine(t *testing.T) {
 		t.Fatalf("%d replies to 8 requests before bye: %v", len(replies), replies)
 	}
 	hello := replies[0]
-	if hello["spec_version"] != "2.0" || len(hello["capabilities"].([]any)) != 6 ||
+	if hello["spec_version"] != "2.1" || len(hello["capabilities"].([]any)) != 6 ||
 		hello["choices"].(map[string]any)["finished_segment_end"] != "tail_walk" {
 		t.Fatalf("hello: %v", hello)
 	}
