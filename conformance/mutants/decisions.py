@@ -3,7 +3,7 @@
 A judgement call is a place where a careful implementer could read the spec
 two ways with a different answer through the conformance protocol, or a
 SHOULD/MAY with an observable effect. Its mutant (decisions_reader.py,
-decisions_writer.py, decisions_legacy.py) takes the other reading;
+decisions_writer.py, decisions_legacy.py, decisions_index.py) takes the other reading;
 requirements.py breaks one writer requirement each. For each mutant,
 ``decision`` is the reading the spec takes (stated in the section named),
 ``other`` the reading the mutant takes, and ``pinned_by`` the cases that tell

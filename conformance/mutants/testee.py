@@ -19,6 +19,7 @@ from pathlib import Path
 os.environ["OPENBINLOG_PURE_PYTHON"] = "1"  # before openbinlog is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import decisions_index
 import decisions_legacy
 import decisions_reader
 import decisions_writer
@@ -26,7 +27,13 @@ import requirements
 
 from openbinlog_conformance import serve
 
-MUTANTS = decisions_reader.MUTANTS + decisions_writer.MUTANTS + decisions_legacy.MUTANTS + requirements.MUTANTS
+MUTANTS = (
+    decisions_reader.MUTANTS
+    + decisions_writer.MUTANTS
+    + decisions_legacy.MUTANTS
+    + decisions_index.MUTANTS
+    + requirements.MUTANTS
+)
 
 
 def main(argv: list[str]) -> int:
