@@ -54,17 +54,19 @@ INTERVAL = 128
 FULL = ["R-33", "R-47"]
 SEEK = ["R-33", "R-44", "R-47"]
 PLAN = ["R-27", "R-33", "R-40", "R-47"]
+SPLIT = ["R-27", "R-33", "R-47"]
 COMPRESSED = ["R-43"]
 
 
 @dataclass(frozen=True)
 class Reads:
-    """How a fixture is read besides from its start: seeks by index and by time (name, target) and planned
-    splits (log, parts)."""
+    """How a fixture is read besides from its start: seeks by index and by time (name, target), planned splits
+    (log, parts), and split reads of given byte ranges."""
 
     from_index: tuple[tuple[str, int], ...] = ()
     since_us: tuple[tuple[str, int], ...] = ()
     plans: tuple[tuple[int, int], ...] = ()
+    splits: tuple[tuple[str, int, int, int], ...] = ()  # (name, log, start, stop): a split read [start, stop)
     requires: tuple[str, ...] = ()
 
     def plus(self, other: Reads) -> Reads:
@@ -72,6 +74,7 @@ class Reads:
             self.from_index + other.from_index,
             self.since_us + other.since_us,
             self.plans + other.plans,
+            self.splits + other.splits,
             self.requires + other.requires,
         )
 
@@ -120,6 +123,18 @@ def _read_all(cat: Catalog, fixture: Fixture, facts: list[RecordFact], reads: Re
             SEEK + rules,
             description=f"{what}: since time {time_us}, the records as without any index",
             start={"since_us": str(time_us)},
+            requires=needs,
+            since=SINCE_2_1,
+        )
+    for label, log, first, stop in reads.splits:
+        # No payload of these segments holds a valid record of the log: the split holds the records in the range.
+        cat.read(
+            f"must.reader.index.{name}_split_{label}",
+            fixture,
+            accept(records([fact for fact in facts if fact.log == log and first <= fact.offset < stop])),
+            [*SPLIT, *rules],
+            description=f"{what}: the split [{first}, {stop}) of segment {log}, its records as without any index",
+            split=(log, first, stop),
             requires=needs,
             since=SINCE_2_1,
         )
@@ -186,7 +201,10 @@ def _indexed_log_variants(cat: Catalog) -> None:
         defect=None,
         requirements=FULL,
     )
-    _read_all(cat, good, facts, segment_1.plus(segment_2))
+    # Split reads cut at entries' offsets: an entry that points to its record is that record's boundary b(x),
+    # one that lies is not (spec 18.5, SPLIT with an index); either way b(x) is what the search of R-27 finds.
+    at_entries = Reads(splits=(("at_entries", 1, at1[2].offset, at1[5].offset),))
+    _read_all(cat, good, facts, segment_1.plus(segment_2).plus(at_entries))
 
     def variant(id: str, mutation: Mutation, description: str, *, faults: list[str], reads: Reads = segment_1) -> None:
         fixture = cat.derive(
@@ -278,15 +296,17 @@ def _indexed_log_variants(cat: Catalog) -> None:
     )
 
     # Lies with valid checksums: entries that do not point where they say.
-    def lie(id: str, changed: list[IndexEntryInfo], description: str) -> None:
+    def lie(id: str, changed: list[IndexEntryInfo], description: str, reads: Reads = segment_1) -> None:
         forged = forge(info1, changed)
         assert len(forged) == len(good1)
-        variant(id, Mutation().write(idx(1), 72, forged[72:]), f"{description} (entry checksums valid)", faults=[])
+        mutation = Mutation().write(idx(1), 72, forged[72:])
+        variant(id, mutation, f"{description} (entry checksums valid)", faults=[], reads=reads)
 
     lie(
         "lie_offset",
         [replace(entry, offset=entry.offset + 4) for entry in listed1],
         "every entry of segment 1's index moved 4 bytes off its record",
+        segment_1.plus(Reads(splits=(("at_entries", 1, at1[2].offset + 4, at1[5].offset + 4),))),
     )
     lie(
         "lie_index",

@@ -31,7 +31,7 @@ def test_every_index_case_is_of_spec_2_1_and_cites_r47(manifest: Manifest) -> No
         assert (case.since, case.until) == ("2.1", None), case.id
         assert {"R-33", "R-47"} <= set(case.requirements), case.id
     ops = {tuple(sorted(set(case.operation) - {"op"})) for case in cases}
-    assert ops == {(), ("from_index",), ("since_us",), ("log", "parts")}
+    assert ops == {(), ("from_index",), ("since_us",), ("log", "parts"), ("log", "start", "stop")}
     # Seeks and compressed segments are what the spec permits (may); reads from the start and planned splits
     # hold every reader, and every reader that plans splits (must).
     permitted = {case.id for case in cases if {"seek", "compressed"} & set(case.requires)}
@@ -79,6 +79,9 @@ class IgnoresIndexes(ReferenceTestee):
 
     def read_plan(self, path, log, parts):
         return super().read_plan(self._copy(path), log, parts)
+
+    def read_split(self, path, log, start, stop):
+        return super().read_split(self._copy(path), log, start, stop)
 
 sys.exit(serve.main(IgnoresIndexes(), sys.argv[1:]))
 """
