@@ -10,6 +10,9 @@ inference off.
 Beside each segment the listing notes its sparse index ``NNNNNNNN.idx``
 (spec 18) when the same directory holds one, whatever the file options
 select: an index is only ever a hint, checked before any use.
+
+A load path that does not exist, or a glob that matches nothing, is Spark's
+``PATH_NOT_FOUND`` (``PathNotFoundError``), as for Spark's own file sources.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from datetime import date, datetime
 from typing import Any
 from urllib.parse import unquote
 
+from pyspark.errors import AnalysisException
 from pyspark.sql.types import DateType, IntegerType, LongType, StringType, StructField
 
 from openbinlog._format import LOCK_NAME, SEGMENT_NAME, index_name
@@ -36,6 +40,32 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _GLOB_MAGIC = re.compile(r"[*?\[{]")
 _DATE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _INT = re.compile(r"\A-?[0-9]+\Z")
+
+
+PATH_NOT_FOUND = "PATH_NOT_FOUND"
+PATH_NOT_FOUND_SQLSTATE = "42K03"
+
+
+class PathNotFoundError(NotALogError, AnalysisException):
+    """A load path that does not exist: Spark's ``PATH_NOT_FOUND`` (SQLSTATE 42K03), the error Spark's file
+    sources raise, and the ``NotALogError`` (``io_error``) of the reference reader.
+
+    Raised in the planner, it reaches the user inside Spark's
+    ``PYTHON_DATA_SOURCE_ERROR``: a Python data source cannot hand Spark an
+    error condition of its own (PySpark 4.3 passes its planner's errors on as
+    text), so the message carries ``[PATH_NOT_FOUND] Path does not exist``.
+    """
+
+    def __init__(self, path: str) -> None:
+        NotALogError.__init__(self, "Path does not exist", path=path)
+        self._errorClass = PATH_NOT_FOUND
+        self._messageParameters = {"path": path}
+        # Spark's message, then the error class as openbinlog renders it (what callers parse: [io_error]).
+        self._message = f"Path does not exist: {path}. SQLSTATE: {PATH_NOT_FOUND_SQLSTATE} [{self.error_class}]"
+        self.args = (str(self),)
+
+    def getSqlState(self) -> str:
+        return PATH_NOT_FOUND_SQLSTATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +150,14 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
         fs, path = storage.filesystem(given)
         matches = sorted(fs.glob(path)) if _GLOB_MAGIC.search(path) else [path]
         if not matches and not options.ignore_missing:
-            raise NotALogError("path matches nothing", path=given)
+            raise PathNotFoundError(given)
         for match in matches:
             try:
                 info = fs.info(match)
             except FileNotFoundError:
                 if options.ignore_missing:
                     continue
-                raise NotALogError("path does not exist", path=given) from None
+                raise PathNotFoundError(given) from None
             if info.get("type") == "directory":
                 root = match.rstrip("/")
                 entries = fs.find(root, detail=True, withdirs=True)

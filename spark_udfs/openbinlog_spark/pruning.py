@@ -24,9 +24,10 @@ to with the segment's sparse index (spec 18.5; ``openbinlog_spark.indexes``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -59,13 +60,31 @@ _MICROSECOND = timedelta(microseconds=1)
 
 
 def _literal(value: Any) -> Any:
-    """A filter's value as the column holds it: a time in microseconds since the epoch (exactly, for the
-    zoned times Spark pushes; a naive one is local time, as ``datetime.timestamp`` takes it)."""
+    """A filter's value as the column holds it: a time in microseconds since the epoch, exactly (a time
+    without a zone is UTC here: ``zoned`` gives the ones Spark pushes the session time zone first)."""
     if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            return (value - _EPOCH) // _MICROSECOND
-        return round(value.timestamp() * 1_000_000)
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return (value - _EPOCH) // _MICROSECOND
     return value
+
+
+def _in_zone(value: Any, zone: tzinfo) -> Any:
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=zone)
+    return value
+
+
+def zoned(filters: Sequence[Comparison], zone: tzinfo) -> list[Comparison]:
+    """``filters`` with each time that has no zone (a ``TIMESTAMP_NTZ`` value) taken in ``zone``, the session
+    time zone: what Spark does to compare one with a ``timestamp``."""
+    found: list[Comparison] = []
+    for item in filters:
+        if isinstance(item, In):
+            found.append(dataclasses.replace(item, value=tuple(_in_zone(value, zone) for value in item.value)))
+        else:
+            found.append(dataclasses.replace(item, value=_in_zone(item.value, zone)))
+    return found
 
 
 @dataclass(frozen=True, slots=True)

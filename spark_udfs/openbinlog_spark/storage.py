@@ -11,6 +11,12 @@ store, or unpacked), which the executors log (``openbinlog_spark.reads``).
 Sparse index files (spec 18) are opened as ``IndexFile``: a read of one that
 fails reads as no bytes, so the index check or the entry check refuses it
 and the read goes on without it (R-33, R-47).
+
+A read given no ``fs.*`` option reaches S3 as Spark's own sources do: with
+the S3A settings of the Hadoop configuration (``spark.hadoop.fs.s3a.*``:
+credentials, endpoint, path style access, region, and the per-bucket
+``fs.s3a.bucket.<bucket>.*``), which ``register`` reads on the driver and
+the storage options carry, under ``HADOOP_S3``, to the executors.
 """
 
 from __future__ import annotations
@@ -30,6 +36,13 @@ COMPRESSIONS = {"gz": "gzip", "zst": "zstd"}
 DEFAULT_MAX_DECOMPRESSED = 16 << 30
 HEAD_BYTES = 4096  # the first bytes of a remote file, fetched once
 
+# The storage options of a read given no fs.* option: the fs.s3a.* settings of the Hadoop configuration (names
+# after "fs.s3a."), for s3:// and s3a:// only (a name no fs.* option can make: options are lower-cased).
+HADOOP_S3 = "Hadoop fs.s3a"
+S3_PROTOCOLS = ("s3", "s3a")
+S3A_PREFIX = "fs.s3a."
+ANONYMOUS_PROVIDER = "AnonymousAWSCredentialsProvider"
+
 # A compressed segment that cannot be unpacked, or unpacks beyond maxDecompressedBytes: ``bad_header``, raised by
 # the reference reader's unpacking itself (ignoreCorruptFiles skips it).
 CorruptFileError = UnpackError
@@ -47,22 +60,90 @@ def local_path(url: str) -> str:
     return url[len("file://") :] if url.startswith("file://") else url
 
 
+S3A_NAMES = (
+    "access.key",
+    "secret.key",
+    "session.token",
+    "aws.credentials.provider",
+    "endpoint",
+    "connection.ssl.enabled",
+    "endpoint.region",
+    "path.style.access",
+)
+SPARK_HADOOP = "spark.hadoop."
+
+
+def hadoop_s3_settings(entries: Mapping[str, str]) -> dict[str, str]:
+    """The S3A settings ``s3_options`` uses, by their names after ``fs.s3a.``, from a Hadoop configuration's
+    ``fs.s3a.*`` entries (a session's ``spark.hadoop.fs.s3a.*`` over them, as they are the later word)."""
+    found: dict[str, str] = {}
+    for key in sorted(entries, key=lambda key: key.startswith(SPARK_HADOOP)):
+        name = key.removeprefix(SPARK_HADOOP)
+        if not name.startswith(S3A_PREFIX):
+            continue
+        name = name[len(S3A_PREFIX) :]
+        bucket_name = name.split(".", 1)[1] if name.startswith("bucket.") else ""
+        if name in S3A_NAMES or any(bucket_name.endswith("." + own) for own in S3A_NAMES):
+            found[name] = entries[key]
+    return found
+
+
+def s3_options(settings: Mapping[str, str], bucket: str) -> dict[str, Any]:
+    """The s3fs options for ``bucket`` that Hadoop's S3A settings make (names after ``fs.s3a.``).
+
+    As S3A does, ``bucket.<bucket>.<name>`` overrides ``<name>`` for that
+    bucket. Credentials (``access.key``, ``secret.key``, ``session.token``),
+    ``endpoint`` (``http://`` when ``connection.ssl.enabled`` is false, if it
+    names no scheme), ``endpoint.region``, ``path.style.access`` and an
+    anonymous ``aws.credentials.provider``; nothing set, nothing passed: s3fs
+    then finds credentials as the AWS SDK does.
+    """
+    own = f"bucket.{bucket}."
+    merged = {name: value for name, value in settings.items() if not name.startswith("bucket.")}
+    merged.update({name[len(own) :]: value for name, value in settings.items() if name.startswith(own)})
+    found = {name: value.strip() for name, value in merged.items() if value is not None and value.strip()}
+    options: dict[str, Any] = {}
+    for name, option in (("access.key", "key"), ("secret.key", "secret"), ("session.token", "token")):
+        if name in found:
+            options[option] = found[name]
+    if ANONYMOUS_PROVIDER in found.get("aws.credentials.provider", ""):
+        options["anon"] = True
+    if "endpoint" in found:
+        endpoint = found["endpoint"]
+        if "://" not in endpoint:
+            secure = found.get("connection.ssl.enabled", "true").lower() != "false"
+            endpoint = ("https://" if secure else "http://") + endpoint
+        options["endpoint_url"] = endpoint
+    if "endpoint.region" in found:
+        options["client_kwargs"] = {"region_name": found["endpoint.region"]}
+    if found.get("path.style.access", "").lower() == "true":
+        options["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+    return options
+
+
 class Storage:
-    """File access with the fsspec options a read was given (credentials, endpoint)."""
+    """File access with the fsspec options a read was given (credentials, endpoint), or, given none, with the
+    S3A settings of the Hadoop configuration for S3 (``HADOOP_S3``)."""
 
     def __init__(self, storage_options: Mapping[str, Any] | None = None) -> None:
         self.storage_options = dict(storage_options or {})
-        self._filesystems: dict[str, fsspec.AbstractFileSystem] = {}
+        self._filesystems: dict[tuple[str, str], fsspec.AbstractFileSystem] = {}
 
     def filesystem(self, url: str) -> tuple[fsspec.AbstractFileSystem, str]:
         """The fsspec file system for ``url`` and the path it uses for it."""
         if is_local(url):
             return fsspec.filesystem("file"), os.path.abspath(local_path(url))
-        protocol = url.split("://", 1)[0]
-        fs = self._filesystems.get(protocol)
+        protocol, _, rest = url.partition("://")
+        hadoop = self.storage_options.get(HADOOP_S3)
+        bucket = rest.split("/", 1)[0] if hadoop is not None and protocol in S3_PROTOCOLS else ""
+        fs = self._filesystems.get((protocol, bucket))
         if fs is None:
-            fs = fsspec.filesystem(protocol, **self.storage_options)
-            self._filesystems[protocol] = fs
+            if hadoop is None:
+                options = self.storage_options
+            else:
+                options = s3_options(hadoop, bucket) if protocol in S3_PROTOCOLS else {}
+            fs = fsspec.filesystem(protocol, **options)
+            self._filesystems[(protocol, bucket)] = fs
         return fs, fs._strip_protocol(url)
 
     def open(
