@@ -1,25 +1,41 @@
-"""The ``binlog`` Python data source: ``spark.read.format("binlog").load(path_or_paths)``."""
+"""The ``binlog`` Python data source: ``spark.read.format("binlog").load(path_or_paths)``.
+
+Spark runs this source in Python workers: the planner's on the driver
+(``schema``, ``reader``, ``partitions``) and every executor's (``read``),
+each unpickling the source and its readers. They are pickled behind
+``IMPORT_GUARD``, a function shipped by value that imports this package
+before anything of it is unpickled: a worker without it fails with a
+``ModuleNotFoundError`` that names openbinlog and what to install, not with
+an unpickling error deep in PySpark.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import pickle
+import socket
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import FrameType
 from typing import Any, ClassVar
 
 import pyarrow as pa
+from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import BinaryType, StructField, StructType
 from pyspark.version import __version__ as SPARK_VERSION
 
 from openbinlog._format import HEADER_SIZE
 
-from .columns import record_schema, report_schema
+from .columns import ERROR_COLUMN, record_schema, report_schema
 from .execute import ItemReader
-from .listing import SegmentFile, list_segment_files, partition_columns
-from .options import ReadOptions
+from .listing import PathNotFoundError, SegmentFile, list_segment_files, partition_columns
+from .options import DROPMALFORMED, OptionError, ReadOptions
 from .plan import BinlogPartition, IssueItem, LegacyItem, RangeItem, SegmentFacts, plan_read
-from .pruning import ALWAYS_NULL, Bounds, Comparison, may_match, partition_bounds, row_bounds, usable
-from .storage import Storage
+from .pruning import ALWAYS_NULL, Bounds, Comparison, may_match, partition_bounds, row_bounds, usable, zoned
+from .storage import HADOOP_S3, Storage
 from .stream import BinlogStreamReader
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -35,6 +51,108 @@ PUSHDOWN_LOG = logging.getLogger("openbinlog_spark.pushdown")
 # logger, which passes WARNING and up in a worker: this logger lets its INFO lines through.
 PUSHDOWN_LOG.setLevel(logging.INFO)
 RESERVED = {"log", "offset", "index", "asqn", "timestamp", "payload", "file", "error_class", "message"}
+# The PySpark modules whose workers call DataSource.reader: a pushdown pass (only made while pushdown is enabled),
+# and a read plan, which gets the setting as its local enable_pushdown.
+PUSHDOWN_PASS = "pyspark.sql.worker.data_source_pushdown_filters"
+READ_PLAN = "pyspark.sql.worker.plan_data_source_read"
+
+
+def _import_guard() -> Callable[..., Any]:
+    """``IMPORT_GUARD``: made here, in a function, so that cloudpickle ships it by value, with nothing of this
+    package, into the Python workers (a function of the module itself would be shipped as an import of it)."""
+
+    def unpickle(blob: bytes, instance: bool = False) -> Any:
+        """``blob`` unpickled (and, with ``instance``, an instance of the class it holds made for its state)
+        once this package imports: in a Python worker without it, a ``ModuleNotFoundError`` that says so.
+        The modules it uses are the standard library's (cloudpickle ships them as imports)."""
+        try:
+            importlib.import_module("openbinlog_spark")
+        except ModuleNotFoundError as exc:
+            # Another missing module (pyarrow, fsspec...) is named by the error of its own import.
+            if (exc.name or "").partition(".")[0] not in ("openbinlog", "openbinlog_spark"):
+                raise
+            raise ModuleNotFoundError(
+                f"No module named {exc.name!r} in the Python worker on {socket.gethostname()} ({sys.executable}):"
+                " the Spark data source 'binlog' needs the package openbinlog in the Python of the driver and of"
+                " every executor: pip install 'openbinlog[spark]' in the environment PYSPARK_PYTHON names there"
+                " (or ship it with --py-files or spark.archives)",
+                name=exc.name,
+            ) from None
+        loaded = pickle.loads(blob)
+        return loaded.__new__(loaded) if instance else loaded
+
+    return unpickle
+
+
+IMPORT_GUARD = _import_guard()
+_dumps: Callable[[Any], bytes] = cloudpickle.dumps  # what Spark pickles with: by value where it must
+
+
+class ImportGuarded:
+    """Pickled as its class behind ``IMPORT_GUARD``, then its state: nothing of this package is unpickled before
+    the guard has imported it."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return IMPORT_GUARD, (_dumps(type(self)), True), self.__dict__
+
+
+def guarded_class(source: type[DataSource]) -> type[DataSource]:
+    """A class to register in place of ``source``, shipped by value with ``source`` behind ``IMPORT_GUARD``:
+    the planner's worker, which unpickles the registered class, gets ``source``'s instances from it."""
+    blob = _dumps(source)
+    unpickle = IMPORT_GUARD
+    name = source.name()
+
+    class Guarded(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+        def __new__(cls, options: dict[str, str]) -> Any:
+            return unpickle(blob)(options)
+
+    Guarded.__name__ = source.__name__
+    Guarded.__qualname__ = f"guarded_class.<locals>.{source.__name__}"  # never found by name: shipped by value
+    return Guarded
+
+
+def _pushdown_of_planner() -> bool | None:
+    """Whether Spark accepts filters from the reader being made: True in a pushdown pass, the read plan's
+    ``enable_pushdown`` (``spark.sql.python.filterPushdown.enabled``) otherwise; None when not called by Spark's
+    planning worker (then the setting ``register`` read is used)."""
+    try:
+        frame: FrameType | None = sys._getframe(2)  # the caller of DataSource.reader
+    except ValueError:
+        return None
+    for _ in range(4):
+        if frame is None:
+            return None
+        spec = frame.f_globals.get("__spec__")
+        module = getattr(spec, "name", None) or frame.f_globals.get("__name__")
+        if module == PUSHDOWN_PASS:
+            return True
+        if module == READ_PLAN:
+            enabled = frame.f_locals.get("enable_pushdown")
+            return enabled if isinstance(enabled, bool) else None
+        frame = frame.f_back
+    return None
+
+
+def _for_schema(options: ReadOptions, schema: StructType) -> ReadOptions:
+    """The options a read of ``schema`` follows: as Spark's JSON reader does, a schema given without the
+    corrupt-record column (nor ``_error``) keeps no damage rows in PERMISSIVE mode."""
+    column = options.corrupt_rows
+    if column is None:
+        return options
+    fields = {field.name: field for field in schema.fields}
+    if column in fields and not isinstance(fields[column].dataType, BinaryType):
+        raise OptionError(
+            f"column {column}: the corrupt-record column holds the damaged bytes, so its type is binary,"
+            f" not {fields[column].dataType.simpleString()}"
+        )
+    if column not in fields and ERROR_COLUMN not in fields:
+        return dataclasses.replace(options, mode=DROPMALFORMED)
+    return options
 
 
 def _partition_fields(options: ReadOptions) -> tuple[list[StructField], dict[str, dict[str, Any]]]:
@@ -45,16 +163,18 @@ def _partition_fields(options: ReadOptions) -> tuple[list[StructField], dict[str
     return kept, values
 
 
-class BinlogDataSource(DataSource):
+class BinlogDataSource(ImportGuarded, DataSource):
     """Committed records of BinLog segments (version 2 and legacy version 1), plain or compressed.
 
     Use ``openbinlog_spark.register(spark)``: it registers a variant of this
-    class that carries the session's defaults (filter pushdown enabled or
-    not, the default parallelism).
+    class that carries the session's defaults (Spark's settings that are
+    options here, the S3A settings of the Hadoop configuration, filter
+    pushdown enabled or not).
     """
 
     DEFAULT_OPTIONS: ClassVar[Mapping[str, str]] = {}
     PUSHDOWN: ClassVar[bool] = False
+    HADOOP_S3: ClassVar[Mapping[str, str]] = {}  # fs.s3a.* settings, for a read given no fs.* option
 
     @classmethod
     def name(cls) -> str:
@@ -65,23 +185,34 @@ class BinlogDataSource(DataSource):
         merged = {key.lower(): value for key, value in self.DEFAULT_OPTIONS.items()}
         merged.update({str(key).lower(): value for key, value in dict(options).items()})
         self.settings = ReadOptions.parse(merged)
+        if not self.settings.storage_options and self.HADOOP_S3:
+            self.settings = dataclasses.replace(self.settings, storage_options={HADOOP_S3: dict(self.HADOOP_S3)})
 
     def schema(self) -> StructType:
-        fields, _ = _partition_fields(self.settings)
+        try:
+            fields, _ = _partition_fields(self.settings)
+        except PathNotFoundError as error:
+            raise error.with_traceback(None) from None  # Spark shows the traceback: one line of it says enough
         if self.settings.report:
             return report_schema(fields)
         return record_schema(fields, self.settings.corrupt_rows)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if self.PUSHDOWN and self.settings.pushdown:
-            return BinlogPushdownReader(self.settings, schema, prune=PRUNES_PER_QUERY)
-        return BinlogReader(self.settings, schema)
+        options = _for_schema(self.settings, schema)
+        pushdown = _pushdown_of_planner()
+        if (self.PUSHDOWN if pushdown is None else pushdown) and options.pushdown:
+            return BinlogPushdownReader(options, schema, prune=PRUNES_PER_QUERY)
+        return BinlogReader(options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return BinlogStreamReader(self.settings, schema)
+        return GuardedStreamReader(_for_schema(self.settings, schema), schema)
 
 
-class BinlogReader(DataSourceReader):
+class GuardedStreamReader(ImportGuarded, BinlogStreamReader):
+    """``BinlogStreamReader``, pickled behind the import guard."""
+
+
+class BinlogReader(ImportGuarded, DataSourceReader):
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
@@ -89,7 +220,10 @@ class BinlogReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         storage = Storage(self.options.storage_options)
-        files = list_segment_files(storage, self.options)
+        try:
+            files = list_segment_files(storage, self.options)
+        except PathNotFoundError as error:
+            raise error.with_traceback(None) from None
         _, values = partition_columns(files)
         names = [field.name for field in self.schema.fields]
         filters = self.filters
@@ -164,7 +298,7 @@ class BinlogPushdownReader(BinlogReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         """Keep the filters pruning can judge; Spark still applies all of them to the rows read."""
-        judged = usable(filters, [field.name for field in self.schema.fields])
+        judged = zoned(usable(filters, [field.name for field in self.schema.fields]), self.options.zone)
         if self.prune:
             self.filters = judged
         elif judged:
