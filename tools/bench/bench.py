@@ -36,7 +36,7 @@ from bench_lib.reads import measure_memory, measure_reads, read_memory_worker
 from bench_lib.recovery import measure_recovery
 from bench_lib.report import describe_machine, plot, text_table, write_json, write_markdown, write_page
 from bench_lib.seeks import measure_seeks
-from bench_lib.spark import measure_spark, spark_worker
+from bench_lib.spark import measure_spark, spark_first_worker, spark_worker
 from bench_lib.sqlite import measure_sqlite, sqlite_append_worker
 from bench_lib.writes import append_worker, bare_append_worker, measure_writes
 
@@ -49,6 +49,7 @@ WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "follow": follow_worker,
     "read_memory": read_memory_worker,
     "spark": spark_worker,
+    "spark_first": spark_first_worker,
     "sqlite_append": sqlite_append_worker,
 }
 ORDER = (
@@ -71,8 +72,18 @@ ORDER = (
     "R1.codec",
     "R1.floor",
     "R2",
+    "R2.parquet",
     "R3",
     "R3.ceiling",
+    "R4",
+    "R4.local2",
+    "R4.json",
+    "R4.json.local2",
+    "R4.binaryFile",
+    "R4.binaryFile.local2",
+    "R5",
+    "R5.json",
+    "R5.binaryFile",
     "X1",
     "X1.unindexed",
     "X2",
@@ -138,7 +149,7 @@ def run(plan: Plan, out: Path, sections: set[str], skip_spark: str | None) -> tu
                     )
                 )
         if "spark" in sections:
-            progress("R2, R3: Spark on local[1] and local[2]", started)
+            progress("R2 to R5: Spark on local[1] and local[2], beside Parquet, JSON lines and binaryFile", started)
             rows.extend(measure_spark(logs, reader_rates, plan.repeats, skip_spark))
         if "memory" in sections:
             for log in logs:
