@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # The compiled accelerator is built by the editable install: an edited crate is rebuilt by it.
 NATIVE_SOURCES := $(wildcard python/native/Cargo.toml python/native/Cargo.lock python/native/src/*.rs)
 
-.PHONY: all venv wheel test lint typecheck unit ksy go-impl fixtures fixtures-check conformance crash-full bench demo clean
+.PHONY: all venv wheel test lint typecheck unit spark-cluster ksy go-impl fixtures fixtures-check conformance crash-full bench demo clean
 
 all: test
 
@@ -66,7 +66,13 @@ crash-full: $(STAMP)
 unit: $(STAMP) ksy go-impl
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck fixtures-check conformance unit
+# The Spark tests on a standalone cluster, a master and two workers on 127.0.0.1 from the installed pyspark:
+# tools/spark_cluster.py starts it, runs the tests with OPENBINLOG_SPARK_MASTER set to its URL, and stops exactly
+# the processes it started, whatever the tests do (about a minute and a half).
+spark-cluster: $(STAMP)
+	$(PY) tools/spark_cluster.py run -- $(VENV)/bin/pytest -q python/tests/spark_cluster
+
+test: lint typecheck fixtures-check conformance unit spark-cluster
 
 # The performance bars of design brief section 10, as ratios against baselines run side by side
 # (a few minutes; tools/bench/bench --full adds 1 GB and 2 GB logs).

@@ -79,7 +79,7 @@ class SparkTestee:
             os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
             # One core: a read is one small task, and the machines running the suite are small.
             spark = (
-                SparkSession.builder.master("local[1]")
+                SparkSession.builder.master(os.environ.get("OPENBINLOG_SPARK_MASTER", "local[1]"))
                 .appName("binlog-conformance")
                 .config("spark.ui.enabled", "false")
                 .config("spark.ui.showConsoleProgress", "false")
