@@ -39,6 +39,9 @@ _PROBE_FIELDS = (
 )
 
 walk_lengths: Callable[[bytes, int], tuple[bytes, bytes, bytes, int]] | None = None
+# Spark's verified runs laid out for Arrow (openbinlog_spark.walk.ArrowRuns) in two buffers it is given:
+# arrow_run(buf, next_index, last_asqn, stop, data, meta) -> (records, payload bytes) or None.
+arrow_run: Callable[[bytes, int, int, int, Any, Any], tuple[int, int] | None] | None = None
 Verifier: type[NativeVerifier[Any]] | None = None
 RecordBuffer: Callable[..., RecordBufferType] | None = None
 # Writer.append of the modes whose appends return at once, without a Python frame (_buffered).
@@ -69,6 +72,8 @@ else:
         )
         if _native_constants == _constants and _native.read_header(_probe) == _PROBE_FIELDS:
             walk_lengths, Verifier, RecordBuffer = _native.walk_lengths, _native.Verifier, _native.RecordBuffer
+            # A module built before arrow_run existed still serves the rest: Spark's runs are then laid out by numpy.
+            arrow_run = getattr(_native, "arrow_run", None)
             Appender = _native.Appender
             PURE_REASON = None
         else:

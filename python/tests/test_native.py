@@ -17,6 +17,7 @@ import sys
 import tracemalloc
 import types
 from collections.abc import Callable, Iterator
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ import openbinlog
 from openbinlog import NO_ASQN, BinlogError, Entry, RecordDecoder, TailStop, _accel, encode_record
 from openbinlog._format import RECORD_HEADER, RECORD_HEADER_SIZE
 from openbinlog._records import BATCH_ENTRIES
-from openbinlog_spark.walk import _walk_lengths
+from openbinlog_spark.walk import RecordRun, _native_run, _pure_run, _walk_lengths
 
 try:
     from openbinlog import _native
@@ -250,6 +251,86 @@ def test_native_length_walk_matches_the_pure_one(
     assert np.frombuffer(header_crcs, dtype=np.uint32).tolist() == pure[1]
     assert np.frombuffer(payload_crcs, dtype=np.uint32).tolist() == pure[2]
     assert stop == pure[3]
+
+
+def run_fields(run: RecordRun | None) -> tuple[object, ...] | None:
+    """Everything a verified run holds and says, as plain values."""
+    if run is None:
+        return None
+    return (
+        run.log,
+        run.base,
+        run.starts.tolist(),
+        run.headers.tobytes(),
+        run.payloads.to_pylist(),
+        run.end,
+        run.next_index,
+        run.last_asqn(NO_ASQN),
+    )
+
+
+@given(log_records, record_damages, log_tails, st.binary(max_size=60), st.data())
+def test_native_arrow_run_matches_the_pure_one(
+    records: list[tuple[bytes, int | None, int]],
+    damage: tuple[str, int, int] | None,
+    tail: bytes,
+    prefix: bytes,
+    data: st.DataObject,
+) -> None:
+    # Spark's runs: the compiled pass (one walk, one copy of the payloads) against the length walk and numpy
+    # checks it replaces, from any state, on valid and damaged bytes alike, a prefix of garbage included.
+    before = data.draw(st.sampled_from([b"", prefix]))
+    rendered, starts = render(records, damage, tail)
+    buf = before + rendered
+    next_index = data.draw(st.one_of(st.just(FIRST), st.integers(0, 2**64 - 1), st.integers(2**64 - 3, 2**64)))
+    last_asqn = data.draw(st.one_of(st.just(NO_ASQN), st.integers(-(2**63), 2**63 - 1)))
+    # A stop on a record's start, next to one, anywhere, or at the end.
+    boundary = st.sampled_from([START + len(before) + at + step for at in starts or [0] for step in (-1, 0, 1)])
+    stop = data.draw(st.one_of(st.just(START + len(buf)), boundary, st.integers(START - 2, START + len(buf) + 2)))
+    state = dict(base=START, log=LOG, next_index=next_index, last_asqn=last_asqn, stop=stop)
+    native = _native_run(buf, **state)
+    with mock.patch.object(_accel, "walk_lengths", None):  # the reference walk in Python too
+        pure = _pure_run(buf, **state)
+    assert run_fields(native) == run_fields(pure)
+    if native is not None:
+        # Laid out as Arrow expects it: a binary array whose offsets start at 0.
+        native.payloads.validate(full=True)
+        assert native.payloads.offset == 0 and native.payloads.null_count == 0
+
+
+@given(st.binary(max_size=400), st.data())
+def test_native_arrow_run_never_fails_on_arbitrary_bytes(buf: bytes, data: st.DataObject) -> None:
+    assert _native is not None
+    next_index = data.draw(st.integers(-(2**70), 2**70))
+    last_asqn = data.draw(st.integers(-(2**63), 2**63 - 1))
+    stop = data.draw(st.integers(0, 2**64 - 1))
+    # Buffers of any size: one too small for the run is refused with ValueError, never written past.
+    payloads = bytearray(data.draw(st.integers(0, len(buf) + 8)))
+    meta = bytearray(data.draw(st.integers(0, len(buf) // RECORD_HEADER_SIZE * 52 + 12)))
+    sizes = len(payloads), len(meta)
+    found: tuple[int, int] | ValueError | None
+    try:
+        found = _native.arrow_run(buf, next_index, last_asqn, stop, payloads, meta)
+    except ValueError as refused:
+        found = refused
+    assert (len(payloads), len(meta)) == sizes
+    if isinstance(found, ValueError):
+        assert "cannot hold" in str(found)
+    elif found is not None:
+        count, size = found
+        assert 0 < count <= len(buf) // RECORD_HEADER_SIZE and size <= len(buf)
+        offsets = np.frombuffer(meta, dtype=np.int32, count=count + 1, offset=(8 + RECORD_HEADER_SIZE) * count)
+        assert offsets[0] == 0 and offsets[-1] == size and bool(np.all(np.diff(offsets) >= 0))
+
+
+def test_native_arrow_run_refuses_buffers_it_cannot_write() -> None:
+    assert _native is not None
+    buf = encode_record(FIRST, b"payload")
+    with pytest.raises(ValueError, match="writable"):
+        _native.arrow_run(buf, FIRST, NO_ASQN, len(buf), bytes(len(buf)), bytearray(64))
+    with pytest.raises(ValueError, match="writable"):
+        _native.arrow_run(buf, FIRST, NO_ASQN, len(buf), bytearray(len(buf)), memoryview(bytearray(128))[::2])
+    assert _native.arrow_run(buf, FIRST, NO_ASQN, len(buf), bytearray(len(buf)), bytearray(56)) == (1, 7)
 
 
 def test_length_walk_refuses_an_end_beyond_the_buffer() -> None:

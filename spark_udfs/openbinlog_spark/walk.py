@@ -8,6 +8,11 @@ reach Arrow without a Python object each. It stands behind the walk's
 ``RunVerifier`` interface, and property tests prove it accepts exactly the
 records the reference decoder accepts; whatever it does not prove (a record
 larger than a chunk, a skippable frame, any damage) the reference walk takes.
+
+With the compiled accelerator, a run is proven and laid out in one pass
+(``openbinlog._accel.arrow_run``): record starts, headers and the payloads'
+Arrow buffers, the payloads copied once. ``_pure_run`` is its reference, and
+a property test requires both to return the same run for every input.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from dataclasses import dataclass
 import crc32c
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from construct import Construct, FormatField
 
 from openbinlog import Damage, Entry, _accel
@@ -32,6 +36,8 @@ CHUNK_BYTES = 8 << 20
 
 _LENGTH = struct.Struct(">I")
 _CRC_END = RECORD_HEADER_SIZE - 4
+# What ``arrow_run`` lays out per record besides its payload: its start (int64), header and end offset (int32).
+_META_PER_RECORD = 8 + RECORD_HEADER_SIZE + 4
 
 
 def numpy_layout(declaration: Construct) -> np.dtype[np.void]:
@@ -198,6 +204,9 @@ def _walk(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int
 
 def _slice_records(buf: bytes, starts: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray, pa.BinaryArray]:
     """Record starts, their 40-byte headers and their payloads, cut out of ``buf`` by Arrow in bulk."""
+    # Imported here: a worker with the compiled runs never needs it (its import costs each new Python worker 40 ms).
+    import pyarrow.compute as pc  # noqa: PLC0415
+
     count = len(starts)
     offsets = np.empty(count + 1, dtype=np.int32)
     offsets[:-1] = starts
@@ -218,12 +227,6 @@ def _valid_count(
     if not count:
         return 0
     headers, header_crcs, payload_crcs = headers[:count], header_crcs[:count], payload_crcs[:count]
-    asqn = headers["asqn"].astype(np.int64)
-    present = asqn != -1
-    seen = np.maximum.accumulate(np.where(present, asqn, -1))
-    previous = np.empty(count, dtype=np.int64)
-    previous[0] = last_asqn
-    np.maximum(seen[:-1], last_asqn, out=previous[1:])
     # ``mask`` is plain integer arithmetic, which numpy applies to every element at once.
     good = (
         (mask(np.asarray(header_crcs, dtype=np.uint64)) == headers["header_crc"])  # type: ignore[arg-type]
@@ -232,9 +235,49 @@ def _valid_count(
         & (headers["reserved"] == 0)
         & (mask(np.asarray(payload_crcs, dtype=np.uint64)) == headers["payload_crc"])  # type: ignore[arg-type]
         & (headers["index"] == np.uint64(next_index) + np.arange(count, dtype=np.uint64))
-        & (~present | ((asqn >= 0) & (asqn > previous)))
     )
+    asqn = headers["asqn"].astype(np.int64)
+    present = asqn != -1
+    if present.any():  # without an asqn there is no order to check (the running maximum is the costly part)
+        seen = np.maximum.accumulate(np.where(present, asqn, -1))
+        previous = np.empty(count, dtype=np.int64)
+        previous[0] = last_asqn
+        np.maximum(seen[:-1], last_asqn, out=previous[1:])
+        good &= ~present | ((asqn >= 0) & (asqn > previous))
     return count if bool(good.all()) else int(np.argmin(good))
+
+
+def _pure_run(buf: bytes, *, base: int, log: int, next_index: int, last_asqn: int, stop: int) -> RecordRun | None:
+    """``ArrowRuns.verify`` by a length walk and numpy: the reference of the compiled ``_native_run``."""
+    starts, header_crcs, payload_crcs, walked_to = _walk(buf, len(buf))
+    if not len(starts):
+        return None
+    at, headers, payloads = _slice_records(buf, starts, walked_to)
+    valid = _valid_count(headers, header_crcs, payload_crcs, next_index, last_asqn)
+    valid = min(valid, int(np.searchsorted(at[:valid], stop - base)))
+    if not valid:
+        return None
+    return RecordRun(log, base, at[:valid], headers[:valid], payloads.slice(0, valid))
+
+
+def _native_run(buf: bytes, *, base: int, log: int, next_index: int, last_asqn: int, stop: int) -> RecordRun | None:
+    """``_pure_run`` in one compiled pass (``openbinlog._accel.arrow_run``) into buffers of Arrow's memory
+    pool, which numpy and Arrow wrap: the payloads are copied once, and no page is new to the process."""
+    assert _accel.arrow_run is not None
+    if stop <= base:
+        return None
+    data = pa.allocate_buffer(len(buf))
+    meta = pa.allocate_buffer(len(buf) // RECORD_HEADER_SIZE * _META_PER_RECORD + 4)
+    bytes_of = memoryview(data).cast("B"), memoryview(meta).cast("B")  # Arrow exports its buffers as signed chars
+    found = _accel.arrow_run(buf, next_index, last_asqn, min(stop - base, len(buf)), *bytes_of)
+    if found is None:
+        return None
+    count, size = found
+    starts = np.frombuffer(meta, dtype=np.int64, count=count)
+    headers = np.frombuffer(meta, dtype=HEADER_DTYPE, count=count, offset=8 * count)
+    offsets = meta.slice((8 + RECORD_HEADER_SIZE) * count, 4 * (count + 1))
+    payloads = pa.BinaryArray.from_buffers(pa.binary(), count, [None, offsets, data.slice(0, size)])
+    return RecordRun(log, base, starts, headers, payloads)
 
 
 class ArrowRuns:
@@ -243,21 +286,15 @@ class ArrowRuns:
     It takes the place of ``RecordDecoder``'s batch loop behind
     ``SegmentWalk.next_run`` and must accept exactly what that loop accepts
     (``python/tests/spark/test_arrow_runs.py`` proves it); everything else is
-    left to the reference walk.
+    left to the reference walk. Compiled when ``openbinlog._accel`` says so
+    (``_native_run``), otherwise by numpy (``_pure_run``).
     """
 
     def verify(
         self, buf: bytes, *, base: int, log: int, next_index: int, last_asqn: int, stop: int
     ) -> RecordRun | None:
-        starts, header_crcs, payload_crcs, walked_to = _walk(buf, len(buf))
-        if not len(starts):
-            return None
-        at, headers, payloads = _slice_records(buf, starts, walked_to)
-        valid = _valid_count(headers, header_crcs, payload_crcs, next_index, last_asqn)
-        valid = min(valid, int(np.searchsorted(at[:valid], stop - base)))
-        if not valid:
-            return None
-        return RecordRun(log, base, at[:valid], headers[:valid], payloads.slice(0, valid))
+        run = _pure_run if _accel.arrow_run is None else _native_run
+        return run(buf, base=base, log=log, next_index=next_index, last_asqn=last_asqn, stop=stop)
 
 
 ARROW_RUNS = ArrowRuns()

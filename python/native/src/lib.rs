@@ -1,7 +1,7 @@
 //! Compiled record walks for `openbinlog`: an accelerator, not a second implementation.
 //!
 //! Each walk here has a pure-Python reference (`RecordDecoder._verified_run_pure`
-//! in `openbinlog._records`, `_walk_lengths` in `openbinlog_spark.walk`), and the
+//! in `openbinlog._records`, `_walk_lengths` and `_pure_run` in `openbinlog_spark.walk`), and the
 //! tests require both to give the same answer for every input. The byte layout is
 //! declared in `openbinlog._format`; the package checks at import time that
 //! `read_header` decodes a header it packed to the same fields, and does not use
@@ -10,7 +10,8 @@
 //! Every input is hostile: a length is used only after checking it against the
 //! bytes present, nothing is allocated from a length field, and no input can reach
 //! a panic (the lints below refuse indexing, unwrapping and unchecked arithmetic).
-//! `unsafe` is limited to the C-API calls that build `Entry` objects.
+//! `unsafe` is limited to the C-API calls that build `Entry` objects and to the buffers Python
+//! hands over for Spark's runs to be written into (`arrow`).
 
 #![deny(
     clippy::indexing_slicing,
@@ -20,6 +21,7 @@
     clippy::arithmetic_side_effects
 )]
 
+mod arrow;
 mod buffer;
 
 use std::ffi::c_void;
@@ -407,6 +409,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("MASK_DELTA", MASK_DELTA)?;
     module.add_function(wrap_pyfunction!(walk_lengths, module)?)?;
     module.add_function(wrap_pyfunction!(read_header, module)?)?;
+    module.add_function(wrap_pyfunction!(arrow::arrow_run, module)?)?;
     module.add_class::<Verifier>()?;
     module.add_class::<buffer::RecordBuffer>()?;
     module.add_class::<buffer::Appender>()?;
