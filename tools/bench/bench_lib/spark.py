@@ -54,14 +54,19 @@ from .plan import MB, MIB
 from .processes import READY, emit, run_worker, worker_command
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.datasource import DataSource
+    from pyspark.sql.types import StructType
 
 SPARK_TIMEOUT = 1800.0
 START_TIMEOUT = 600.0
 MASTERS = ("local[1]", "local[2]")
 FIRST_MASTER = "local[2]"  # R5: the machine's every core, as local[*] gives it
 BINLOG, PREBUILT = "binlog", "prebuilt"  # PREBUILT: the log's first batch sent again and again (R3.ceiling)
+EMPTY = "empty"  # a Python data source that returns no rows: the first query's floor (R5.floor)
 PARQUET, JSON_LINES, BINARY_FILE = "parquet", "json", "binaryFile"
 PEERS = (PARQUET, JSON_LINES, BINARY_FILE)
 PEER_LOG_SIZES = (100 * MB, 1000 * MB)  # the logs the peers are written for
@@ -224,6 +229,33 @@ def _driver_imports() -> None:
     import openbinlog_spark.udfs  # noqa: F401, PLC0415
 
 
+def _empty_source(schema: StructType, tasks: int) -> type[DataSource]:
+    """A Python data source with ``schema`` that returns no rows from ``tasks`` tasks: what Spark's machinery
+    for Python data sources costs alone. Made here, not in a module, so that it reaches Spark's Python
+    workers by value: they import nothing of openbinlog for it."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: PLC0415
+
+    class EmptyReader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(number) for number in range(tasks)]
+
+        def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+            return iter(())
+
+    class EmptySource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench-empty"
+
+        def schema(self) -> StructType:
+            return schema
+
+        def reader(self, schema: StructType) -> DataSourceReader:
+            return EmptyReader()
+
+    return EmptySource
+
+
 def _frame(session: SparkSession, kind: str, path: str, peers: dict[str, str], records: int) -> DataFrame:
     """The DataFrame of ``kind`` over the records of the log at ``path``."""
     import openbinlog_spark  # noqa: PLC0415
@@ -245,6 +277,10 @@ def _frame(session: SparkSession, kind: str, path: str, peers: dict[str, str], r
     if kind == BINARY_FILE:
         files = session.read.format("binaryFile").option("pathGlobFilter", "*.dat").load(path)
         return explode_segments(files, path_column="path")
+    if kind == EMPTY:
+        source = _empty_source(record_schema([], "_corrupt_record"), session.sparkContext.defaultParallelism)
+        session.dataSource.register(source)
+        return session.read.format(source.name()).load()
     raise ValueError(f"no scan of kind {kind!r}")
 
 
@@ -386,11 +422,12 @@ def spark_rates(
 def first_queries(logs: list[BuiltLog], peers: dict[str, dict[str, str]], repeats: int) -> dict[str, list[float]]:
     """Seconds of the first query of a fresh session on ``FIRST_MASTER``, by ``scan_key``; the kinds take
     turns, in an order that rotates from repeat to repeat."""
-    kinds = (BINLOG, *PEERS)
     seconds: dict[str, list[float]] = {}
     for turn in range(repeats):
-        for log in logs:
+        for number, log in enumerate(logs):
             path = str(log.path)
+            # The empty source reads no log: once per repeat, beside the first log's queries.
+            kinds = (BINLOG, *PEERS, EMPTY) if number == 0 else (BINLOG, *PEERS)
             for step in range(len(kinds)):
                 kind = kinds[(turn + step) % len(kinds)]
                 answer = run_worker(
@@ -401,7 +438,8 @@ def first_queries(logs: list[BuiltLog], peers: dict[str, dict[str, str]], repeat
                     path=path,
                     peers=peers[path],
                 )
-                seconds.setdefault(scan_key(kind, path), []).append(float(answer["seconds"]))
+                key = scan_key(kind, "" if kind == EMPTY else path)
+                seconds.setdefault(key, []).append(float(answer["seconds"]))
     return seconds
 
 
@@ -433,6 +471,10 @@ def _peer_rows(log: BuiltLog) -> list[Row]:
                     versus=f"{PEER_NAMES[peer]}, {master}",
                 )
             )
+    parquet = PEER_NAMES[PARQUET]
+    ceiling = Row("R4.ceiling", "Spark records/s, local[1], pre-built batches", "records/s", **where)
+    ceiling.versus = f"{parquet}, local[1]"
+    rows.append(ceiling)
     for peer in PEERS:
         rows.append(
             Row(
@@ -443,6 +485,9 @@ def _peer_rows(log: BuiltLog) -> list[Row]:
                 versus=PEER_NAMES[peer],
             )
         )
+    floor = Row("R5.floor", f"first query of a fresh session, {FIRST_MASTER}, empty Python source", "s", **where)
+    floor.versus = parquet
+    rows.append(floor)
     return rows
 
 
@@ -467,6 +512,12 @@ def _judged_peer_rows(
     scaling = by_id["R2.parquet"]
     scaling.note = binding
     compared(scaling, rates["local[2]"][scan_key(PARQUET, path)], rates["local[1]"][scan_key(PARQUET, path)])
+    ceiling = by_id["R4.ceiling"]
+    compared(ceiling, rates["local[1]"][scan_key(PREBUILT, path)], rates["local[1]"][scan_key(PARQUET, path)])
+    ceiling.note = (
+        "the source's first Arrow batch sent again and again (R3.ceiling) against Parquet: Spark's own cost per row "
+        "through a Python data source, the most R4 can reach"
+    )
     for peer in PEERS:
         for master in MASTERS:
             suffix = "" if master == "local[1]" else ".local2"
@@ -479,9 +530,17 @@ def _judged_peer_rows(
         key = scan_key(peer, path)
         if key not in seconds:
             not_run(first, f"first queries are timed on the {first_size} logs only")
+            if peer == PARQUET:
+                not_run(by_id["R5.floor"], f"first queries are timed on the {first_size} logs only")
             continue
         compared(first, seconds[scan_key(BINLOG, path)], seconds[key])
         if peer == PARQUET:
+            floor = by_id["R5.floor"]
+            compared(floor, seconds[scan_key(EMPTY, "")], seconds[key])
+            floor.note = (
+                "a Python data source that returns no rows from one task per core (its workers import nothing of "
+                "openbinlog): what Spark's Python data source machinery alone adds to a first query; R5 stays above it"
+            )
             first.bar, first.bar_kind = FIRST_QUERY_BAR, RATIO_AT_MOST
             first.passed = first.ratio is not None and first.ratio <= FIRST_QUERY_BAR
             first.note = (
