@@ -21,7 +21,7 @@ from ._crc import crc32c, mask
 from ._format import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, LOCK_NAME, VERSION_2, VERSION_LEGACY, index_name
 from ._fs import OsFileSystem, sync_directory
 from ._segment import LegacyHeaderInfo
-from ._segment_file import LocalDirectory, find_segment, io_error, require_log_directory
+from ._segment_file import LocalDirectory, find_segment, io_error, open_regular, require_log_directory
 from ._sparse_index import (
     DEFAULT_INTERVAL,
     MAX_INTERVAL,
@@ -145,11 +145,9 @@ def check_indexes(directory: str | os.PathLike[str]) -> list[IndexNote]:
 def _check_index(path: str, log: int) -> IndexNote:
     target = os.path.join(path, index_name(log))
     try:
-        with open(target, "rb") as handle:
-            stored = handle.read()
+        info = parse_index_header(_stored(target, INDEX_HEADER_SIZE))
     except OSError as exc:
         return IndexNote(log, target, False, f"cannot be read: {exc.strerror}")
-    info = parse_index_header(stored)
     if info is None:
         return IndexNote(log, target, False, "not an index this revision reads (signature, version or header CRC)")
     if not 1 <= info.interval <= MAX_INTERVAL:
@@ -157,12 +155,15 @@ def _check_index(path: str, log: int) -> IndexNote:
     expected = _index_bytes(path, log, info.interval)
     if isinstance(expected, IndexBuild):
         return IndexNote(log, target, False, f"its segment cannot be indexed: {expected.reason}")
-    if stored == expected:
-        return IndexNote(log, target, True)
-    built = parse_index_header(expected)
-    if built != info:
-        return IndexNote(log, target, False, "stale: it describes another state of the segment")
-    return IndexNote(log, target, False, "its entries are not those the segment gives")
+    if not _holds(target, expected):
+        built = parse_index_header(expected)
+        if built != info:
+            return IndexNote(log, target, False, "stale: it describes another state of the segment")
+        return IndexNote(log, target, False, "its entries are not those the segment gives, or its size is not theirs")
+    if info.segment_version != VERSION_2:
+        # Spec 18.6: built and checked, but no reader of this revision starts at a version 1 entry.
+        return IndexNote(log, target, False, "a version 1 index: intact, but not used by this revision's readers")
+    return IndexNote(log, target, True)
 
 
 def _index_bytes(path: str, log: int, interval: int) -> bytes | IndexBuild:
@@ -237,11 +238,25 @@ def _with_span_crcs(segment: SegmentSource, entries: list[IndexEntryInfo], end: 
 
 
 def _holds(path: str, data: bytes) -> bool:
+    """The file at ``path`` holds exactly ``data`` (a file that cannot be read does not)."""
     try:
-        with open(path, "rb") as existing:
-            return existing.read(len(data) + 1) == data
+        return _stored(path, len(data) + 1) == data
     except OSError:
         return False
+
+
+def _stored(path: str, most: int) -> bytes:
+    """Up to ``most`` bytes of the regular file at ``path``: never sized by the file (a link to /dev/zero, a huge
+    sparse file), never blocked by it (a FIFO is refused, as readers refuse it)."""
+    fd = open_regular(path)
+    try:
+        chunks: list[bytes] = []
+        while most > 0 and (chunk := os.read(fd, min(most, READ_CHUNK))):
+            chunks.append(chunk)
+            most -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -269,9 +284,10 @@ def _write_aside(path: str, log: int, data: bytes) -> bool:
     temp = os.path.join(path, f".{index_name(log)}.{secrets.token_hex(8)}.tmp")
     fd, named = -1, False
     try:
-        fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
-        named = True
-        fs.hold(fd)  # clean-up (spec 7.4) leaves a held temporary file alone
+        with _log_lock(path):  # created and held under the lock: no writer's clean-up (spec 7.4) sees it unheld
+            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+            named = True
+            fs.hold(fd)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

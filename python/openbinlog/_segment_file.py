@@ -56,7 +56,7 @@ def find_segment(directory: str, log: int) -> str | None:
     return None
 
 
-def _open_regular(path: str) -> int:
+def open_regular(path: str) -> int:
     """A read-only descriptor of the regular file at ``path``; anything else (a FIFO would block the
     reader forever, a directory cannot be read) is an ``io_error``."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -84,7 +84,7 @@ class SegmentFile:
             self.path = found or os.path.join(directory, segment_name(log))
             self.compressed = self.path.endswith(COMPRESSED_SUFFIXES)
             try:
-                self.fd = _open_regular(self.path)
+                self.fd = open_regular(self.path)
                 if self.compressed:
                     # Unpacked as far as the walk reads, never beyond the segment's end (openbinlog.compressed).
                     raw = open(self.fd, "rb", closefd=False)  # noqa: SIM115 - the CompressedSegment closes it
@@ -182,7 +182,7 @@ class LocalDirectory:
         an index only costs or saves time (R-33, R-47)."""
         path = os.path.join(self.path, index_name(log))
         try:
-            return IndexFile(_open_regular(path), path)
+            return IndexFile(open_regular(path), path)
         except OSError:
             return None
 

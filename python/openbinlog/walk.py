@@ -1256,8 +1256,12 @@ class IndexView:
     info: IndexInfo
 
     def entry(self, k: int) -> IndexEntryInfo | None:
-        """Entry ``k``, or None when its ``entry_crc`` fails (the index is then not used there)."""
-        return decode_entry(self.source.read_at(entry_offset(k), INDEX_ENTRY_SIZE))
+        """Entry ``k``, or None when it cannot be read or its ``entry_crc`` fails (the index is then not used
+        there): an index only costs or saves time (R-33, R-47)."""
+        try:
+            return decode_entry(self.source.read_at(entry_offset(k), INDEX_ENTRY_SIZE))
+        except BinlogIOError:
+            return None
 
 
 def usable_index(index: IndexSource | None, header: SegmentHeaderInfo, end: SegmentEnd) -> IndexView | None:
@@ -1298,8 +1302,12 @@ class _Window:
         return min(self.source.size(), self.stop)
 
 
-def entry_reached(segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd, view: IndexView, k: int) -> bool:
-    """Spec 18.5, the entry check: entry ``k`` points to a record boundary of the segment, with its index and time.
+def entry_reached(
+    segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd, view: IndexView, k: int
+) -> IndexEntryInfo | None:
+    """Spec 18.5, the entry check: entry ``k`` as read and checked, when it points to a record boundary of the
+    segment with its index and time; None otherwise. Callers use the entry returned, never a second read of it:
+    the file may change between two reads.
 
     A walk from entry k-1 (from offset 256 for entry 0) must land on entry
     k's offset, not step over it: a record embedded in a payload is stepped
@@ -1310,7 +1318,7 @@ def entry_reached(segment: SegmentSource, header: SegmentHeaderInfo, end: Segmen
     entry = view.entry(k)
     previous = view.entry(k - 1) if k > 0 else IndexEntryInfo(header.base_index, HEADER_SIZE, 0)
     if entry is None or previous is None:
-        return False
+        return None
     # Entry 0 may be the record at 256 itself; any other lies strictly after the entry it is walked from.
     after = previous.offset < entry.offset and previous.index < entry.index
     if not (
@@ -1318,7 +1326,7 @@ def entry_reached(segment: SegmentSource, header: SegmentHeaderInfo, end: Segmen
         and header.base_index <= previous.index <= entry.index < end.index
         and (after or k == 0)
     ):
-        return False
+        return None
     # The walk reads no further than the end of the record the entry points to: about one interval.
     length = segment.read_at(entry.offset, LENGTH_FIELD_SIZE)
     stop = entry.offset + LENGTH_FIELD_SIZE + int.from_bytes(length.rjust(LENGTH_FIELD_SIZE, b"\0"), "big")
@@ -1330,16 +1338,17 @@ def entry_reached(segment: SegmentSource, header: SegmentHeaderInfo, end: Segmen
         while batch := walk.next_batch():
             for record in batch:
                 if record.offset >= entry.offset:
-                    return (record.offset, record.index, record.timestamp_us) == (
+                    landed = (record.offset, record.index, record.timestamp_us) == (
                         entry.offset,
                         entry.index,
                         entry.timestamp_us,
                     )
+                    return entry if landed else None
     except BinlogIOError:
         raise
     except BinlogError:
-        return False
-    return False
+        return None
+    return None
 
 
 def open_index(
@@ -1376,11 +1385,8 @@ def indexed_start(
             assert target.time_us is not None
             time_us = target.time_us
             k = last_before(view.info.entry_count, view.entry, lambda entry: entry.timestamp_us < time_us)
-        if k is None or k < 0 or not entry_reached(segment, header, end, view, k):
-            return None
-        entry = view.entry(k)
-        assert entry is not None  # checked by entry_reached
-        return entry.offset, entry.index
+        entry = entry_reached(segment, header, end, view, k) if k is not None and k >= 0 else None
+        return None if entry is None else (entry.offset, entry.index)
     finally:
         view.source.close()
 
@@ -1414,19 +1420,18 @@ def checked_cuts(
     """For each offset in ``wanted`` (ascending), the entry at or before it that passes the entry check and lies
     beyond the previous cut (beyond ``after`` for the first): its offset and index; None where there is none."""
     cuts: list[tuple[int, int] | None] = []
+    tried: set[int] = set()  # entries checked already: a failing one is not walked to again for the next cut
     for at in wanted:
 
         def before(entry: IndexEntryInfo, at: int = at) -> bool:
             return entry.offset <= at
 
         k = last_before(view.info.entry_count, view.entry, before)
-        entry = view.entry(k) if k is not None and k >= 0 else None
-        if (
-            entry is not None
-            and k is not None
-            and after < entry.offset
-            and entry_reached(segment, header, end, view, k)
-        ):
+        entry = None
+        if k is not None and k >= 0 and k not in tried:
+            tried.add(k)
+            entry = entry_reached(segment, header, end, view, k)
+        if entry is not None and after < entry.offset:
             cuts.append((entry.offset, entry.index))
             after = entry.offset
         else:

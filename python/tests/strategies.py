@@ -139,6 +139,27 @@ index_faults = st.sampled_from(
     ["good", "missing", "torn", "flipped", "garbage", "lie_offset", "lie_index", "lie_time", "lie_end", "other_log"]
 )
 
+# Byte edits of one index file (which: 1, 2, 3, or 0 for all), an optional new length, and whether the CRCs are made
+# valid afterwards, so that an edit reaches the checks of fields and not only the checksums (test_index_hostile.py).
+index_byte_edits = st.tuples(
+    st.sampled_from([0, 1, 2, 3]),
+    st.lists(st.tuples(st.integers(min_value=0, max_value=2**12), st.integers(min_value=0, max_value=255)), max_size=8),
+    st.one_of(st.none(), st.integers(min_value=0, max_value=2**12)),
+    st.booleans(),
+)
+
+# A forged index (test_index_hostile.py): which segment's index, then operations on its entries (valid CRCs), each
+# (what, which entry, which value); values come from the log's own records, shifted or not, and the fields' extremes.
+INDEX_FORGE_OPS = ("index", "offset", "time", "swap", "duplicate", "drop", "record", "reverse", "shift")
+index_forgeries = st.tuples(
+    st.sampled_from([1, 2, 3]),
+    st.lists(
+        st.tuples(st.sampled_from(INDEX_FORGE_OPS), st.integers(min_value=0, max_value=2**16), st.integers(0, 2**16)),
+        min_size=1,
+        max_size=5,
+    ),
+)
+
 # What a process-mode buffer is asked to do (test_record_buffer.py): appends (a payload or a value
 # that is no plain payload, an asqn or a value that is no plain asqn, a clock reading) and takes.
 _odd_values = st.sampled_from([True, 2**63, -2, 1.5, "text", None])

@@ -57,11 +57,9 @@ class SegmentIndex:
         if k is None or not 0 <= k < self.view.info.entry_count:
             return None
         try:
-            if not entry_reached(self.segment, self.span.header, self.span.end, self.view, k):
-                return None
+            entry = entry_reached(self.segment, self.span.header, self.span.end, self.view, k)
         except BinlogIOError:
             return None  # the segment's own read failed: plan without this entry, the executor meets it again
-        entry = self.view.entry(k)
         return None if entry is None else Cut(entry.offset, entry.index)
 
     def at_or_before(self, before: Callable[[IndexEntryInfo], bool]) -> Cut | None:
