@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 SPARK_TIMEOUT = 1800.0
 START_TIMEOUT = 600.0
 MASTERS = ("local[1]", "local[2]")
+DRIVER_MEMORY = "3g"  # every session's heap (local mode: the driver is the executor)
 FIRST_MASTER = "local[2]"  # R5: the machine's every core, as local[*] gives it
 BINLOG, PREBUILT = "binlog", "prebuilt"  # PREBUILT: the log's first batch sent again and again (R3.ceiling)
 EMPTY = "empty"  # a Python data source that returns no rows: the first query's floor (R5.floor)
@@ -217,6 +218,9 @@ def _session(master: str) -> SparkSession:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.python.worker.reuse", "true")
+        # binaryFile holds a whole segment (64 MiB) per row, several times over while it turns rows into Arrow
+        # batches: two such tasks outgrow the default heap of 1 GiB on the 1 GB logs.
+        .config("spark.driver.memory", DRIVER_MEMORY)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
