@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from crc32c import crc32c as _raw_crc32c
 
@@ -163,6 +163,7 @@ class Directory(Protocol):
         ...
 
 
+@runtime_checkable
 class IndexedDirectory(Directory, Protocol):
     """A log directory that also offers the sparse indexes of its segments (spec 18). A ``Directory``
     without ``open_index`` is read as one without indexes: an index is never needed (R-33)."""
@@ -1355,8 +1356,7 @@ def open_index(
     directory: Directory, segment: SegmentSource, header: SegmentHeaderInfo, end: SegmentEnd
 ) -> IndexView | None:
     """The index of ``segment`` when it passes the index check; the caller closes ``view.source``."""
-    opener = getattr(directory, "open_index", None)  # IndexedDirectory's method, where it is one
-    index: IndexSource | None = opener(header.log) if opener is not None else None
+    index = directory.open_index(header.log) if isinstance(directory, IndexedDirectory) else None
     view = usable_index(index, header, end)
     if view is None and index is not None:
         index.close()
