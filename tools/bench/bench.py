@@ -38,7 +38,7 @@ from bench_lib.report import describe_machine, plot, text_table, write_json, wri
 from bench_lib.seeks import measure_seeks
 from bench_lib.spark import measure_spark, spark_first_worker, spark_worker
 from bench_lib.sqlite import measure_sqlite, sqlite_append_worker
-from bench_lib.writes import append_worker, bare_append_worker, measure_writes
+from bench_lib.writes import append_worker, bare_append_worker, measure_writes, protocol_append_worker
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,6 +46,7 @@ SECTIONS = ("reads", "seeks", "spark", "memory", "writes", "recovery", "follower
 WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "append": append_worker,
     "bare_append": bare_append_worker,
+    "protocol_append": protocol_append_worker,
     "follow": follow_worker,
     "read_memory": read_memory_worker,
     "spark": spark_worker,
@@ -62,6 +63,7 @@ ORDER = (
     "W2.exclusive",
     "W3",
     "W3.floor",
+    "W3.ceiling",
     "W4",
     "W4.floor",
     "W4.encode",
