@@ -65,7 +65,7 @@ def register(spark: SparkSession, **default_options: Any) -> type[BinlogDataSour
     carries what the session says, read now (call ``register`` again after
     changing a setting): Spark's settings that are options here
     (``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``,
-    ``minPartitionNum``, ``ignoreCorruptFiles``, ``ignoreMissingFiles``,
+    ``minPartitionNum``, ``maxPartitionNum``, ``ignoreCorruptFiles``, ``ignoreMissingFiles``,
     ``spark.sql.session.timeZone``, ``spark.sql.columnNameOfCorruptRecord``),
     the S3A settings of the Hadoop configuration (for reads given no ``fs.*``
     option), and whether filter pushdown is enabled (used only where Spark's

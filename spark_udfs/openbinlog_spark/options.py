@@ -46,6 +46,16 @@ def parse_size(name: str, text: str) -> int:
     return int(match[1]) * _UNITS[match[2].lower()]
 
 
+def parse_count(name: str, text: str, *, least: int) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise OptionError(f"option {name}: {text!r} is not a whole number") from None
+    if value < least:
+        raise OptionError(f"option {name}: {value} is below {least}")
+    return value
+
+
 def parse_bool(name: str, text: str) -> bool:
     value = text.strip().lower()
     if value in ("true", "1", "yes"):
@@ -131,6 +141,7 @@ SESSION_FLAGS = {
 TIME_ZONE_SETTING = "spark.sql.session.timeZone"
 CORRUPT_COLUMN_SETTING = "spark.sql.columnNameOfCorruptRecord"
 MIN_PARTITIONS_SETTINGS = ("spark.sql.files.minPartitionNum", "spark.sql.leafNodeDefaultParallelism")
+MAX_PARTITIONS_SETTING = "spark.sql.files.maxPartitionNum"
 
 
 def session_defaults(setting: Callable[[str], str | None], default_parallelism: int) -> dict[str, str]:
@@ -156,6 +167,8 @@ def session_defaults(setting: Callable[[str], str | None], default_parallelism: 
         defaults["columnNameOfCorruptRecord"] = column
     parallelism = next((value for key in MIN_PARTITIONS_SETTINGS if (value := setting(key)) is not None), None)
     defaults["minPartitions"] = str(int(parallelism) if parallelism is not None else default_parallelism)
+    if (most := setting(MAX_PARTITIONS_SETTING)) is not None:
+        defaults["maxPartitionNum"] = str(parse_count(MAX_PARTITIONS_SETTING, most, least=1))
     return defaults
 
 
@@ -182,6 +195,7 @@ class ReadOptions:
     max_partition_bytes: int = 128 << 20
     open_cost: int = 4 << 20
     min_partitions: int = 1
+    max_partitions: int | None = None
     chunk_bytes: int = CHUNK_BYTES
     max_corrupt_record_bytes: int = 1 << 16
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
@@ -252,14 +266,15 @@ class ReadOptions:
         if "basepath" in opts:
             known["base_path"] = opts["basepath"]
         if "minpartitions" in opts:
-            known["min_partitions"] = max(1, int(opts["minpartitions"]))
+            known["min_partitions"] = parse_count("minPartitions", opts["minpartitions"], least=1)
+        if "maxpartitionnum" in opts:
+            known["max_partitions"] = parse_count("maxPartitionNum", opts["maxpartitionnum"], least=1)
         if "startingoffsets" in opts:
             known["starting_offsets"] = opts["startingoffsets"]
         if "maxrecordspertrigger" in opts:
-            limit = int(opts["maxrecordspertrigger"])
-            if limit < 1:
-                raise OptionError("option maxRecordsPerTrigger must be at least 1")
-            known["max_records_per_trigger"] = limit
+            known["max_records_per_trigger"] = parse_count(
+                "maxRecordsPerTrigger", opts["maxrecordspertrigger"], least=1
+            )
         if known.get("chunk_bytes", CHUNK_BYTES) >= 1 << 31:
             raise OptionError("option readChunkBytes must stay below 2 GiB")
         known["storage_options"] = {

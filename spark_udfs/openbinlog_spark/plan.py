@@ -365,7 +365,8 @@ def task_count(total: int, options: ReadOptions) -> int:
     When that makes more tasks than ``minPartitions`` (the cores, by
     default), the count is rounded up to whole waves of ``minPartitions``:
     three tasks on two cores leave one core idle while the last one runs,
-    four smaller ones do not.
+    four smaller ones do not. ``maxPartitionNum``, when given, caps the
+    count, as Spark's rescales its split files to it.
     """
     open_cost = max(options.open_cost, 1)
     cores = options.min_partitions
@@ -374,7 +375,7 @@ def task_count(total: int, options: ReadOptions) -> int:
         waves = -(-count // cores) * cores
         if total // waves >= open_cost:
             count = waves
-    return count
+    return count if options.max_partitions is None else min(count, options.max_partitions)
 
 
 Snap = Callable[[RangeItem, Sequence[int]], list[Cut | None] | None]

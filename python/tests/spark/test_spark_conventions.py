@@ -98,6 +98,40 @@ def test_spark_files_settings_plan_the_read_unless_the_read_says_otherwise(spark
         assert own.rdd.getNumPartitions() == 1
 
 
+def test_spark_max_partition_num_caps_the_tasks_unless_the_read_says_otherwise(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    directory = build_log(tmp_path / "log")
+    data = sum(path.stat().st_size - 256 for path in directory.glob("*.dat"))
+    split = dict(maxPartitionBytes=str(data // 5), openCostInBytes="1k", minPartitions=1)
+    assert planned(directory, **split)[2] >= 5
+    capped_records, _, capped = planned(directory, **split, maxPartitionNum=2)
+    assert capped == 2 and capped_records == planned(directory, **split)[0]
+    with session_settings(
+        spark,
+        spark_sql_files_maxPartitionBytes=split["maxPartitionBytes"],
+        spark_sql_files_openCostInBytes="1k",
+        spark_sql_files_minPartitionNum="1",
+        spark_sql_files_maxPartitionNum="2",
+    ):
+        df = spark.read.format("binlog").load(str(directory))
+        assert df.rdd.getNumPartitions() == 2
+        assert collected(df) == collected(
+            spark.read.format("binlog").option("maxPartitionNum", "100").load(str(directory))
+        )
+        own = spark.read.format("binlog").option("maxPartitionNum", "3").load(str(directory))
+        assert own.rdd.getNumPartitions() == 3
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("maxPartitionNum", "0"), ("maxPartitionNum", "two"), ("minPartitions", "0"), ("maxRecordsPerTrigger", "1.5")],
+)
+def test_a_count_option_that_is_not_a_positive_whole_number_is_refused_naming_it(option: str, value: str) -> None:
+    with pytest.raises(OptionError, match=f"option {option}: "):
+        ReadOptions.parse({option: value})
+
+
 def test_spark_ignore_corrupt_and_missing_files_settings_apply_unless_the_read_says_otherwise(
     spark: SparkSession, tmp_path: Path
 ) -> None:
