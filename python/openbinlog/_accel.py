@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
+import zipimport
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,14 @@ else:
     except ModuleNotFoundError:
         PURE_REASON = "openbinlog._native not built"
     except ImportError as exc:
-        PURE_REASON = f"openbinlog._native cannot be loaded: {exc}"
+        if isinstance(__loader__, zipimport.zipimporter):
+            # Python cannot load an extension module from a zip (as addPyFile ships one), and says "circular import".
+            PURE_REASON = (
+                f"openbinlog is imported from the zip archive {__loader__.archive}, from which Python cannot load "
+                "the compiled openbinlog._native: install the package instead"
+            )
+        else:
+            PURE_REASON = f"openbinlog._native cannot be loaded: {exc}"
     else:
         _probe = RECORD_HEADER.pack(*_PROBE_FIELDS)
         _constants = (RECORD_HEADER_SIZE, MIN_RECORD_LENGTH, MAX_RECORD_LENGTH, FRAME_DATA, NO_ASQN, MASK_DELTA)

@@ -237,3 +237,29 @@ def test_build_info_says_whether_the_decoder_is_compiled() -> None:
     info = _build_info("0")
     compiled = importlib.util.find_spec("openbinlog._native") is not None
     assert (info["decoder"], info["decoder_note"] is None) == ("compiled" if compiled else "pure Python", compiled)
+
+
+def test_build_info_says_a_package_imported_from_a_zip_cannot_load_its_compiled_module(tmp_path: Path) -> None:
+    """As Spark's addPyFile ships it: Python loads no extension module from a zip, and its own message
+    blames a circular import."""
+    archive = tmp_path / "openbinlog.zip"
+    package = Path(openbinlog.__file__).parent
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for path in package.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zipped.write(path, path.relative_to(package.parent).as_posix())
+    script = (
+        "import json, sys\n"
+        "sys.meta_path[:] = [finder for finder in sys.meta_path if 'editable' not in repr(finder).lower()]\n"
+        f"sys.path.insert(0, {str(archive)!r})\n"
+        "import openbinlog\n"
+        "print(json.dumps([openbinlog.__file__, openbinlog.build_info().decoder_note]))\n"
+    )
+    env = os.environ | {"OPENBINLOG_PURE_PYTHON": "0"}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    where, note = json.loads(result.stdout)
+    assert where.startswith(str(archive))
+    assert note == (
+        f"openbinlog is imported from the zip archive {archive}, from which Python cannot load the compiled "
+        "openbinlog._native: install the package instead"
+    )
