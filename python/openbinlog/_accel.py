@@ -59,10 +59,11 @@ else:
     except ModuleNotFoundError:
         PURE_REASON = "openbinlog._native not built"
     except ImportError as exc:
-        if isinstance(__loader__, zipimport.zipimporter):
+        loader = __spec__.loader if __spec__ is not None else None
+        if isinstance(loader, zipimport.zipimporter):
             # Python cannot load an extension module from a zip (as addPyFile ships one), and says "circular import".
             PURE_REASON = (
-                f"openbinlog is imported from the zip archive {__loader__.archive}, from which Python cannot load "
+                f"openbinlog is imported from the zip archive {loader.archive}, from which Python cannot load "
                 "the compiled openbinlog._native: install the package instead"
             )
         else:
