@@ -84,6 +84,8 @@ class CutoverMixin(CommitMixin, SpareMixin):
         successor = self._next_segment(segment.log, segment.header.log_id, commit)
         self._fs.close(segment.fd)
         self._segment = successor
+        if self._index_builder is not None:
+            self._index_builder.sealed(segment.log)  # built in the builder's thread, never in a commit (W-45)
         return successor
 
     def _cut_over(self, segment: OpenSegment, commit: CommitState) -> OpenSegment:
@@ -94,4 +96,6 @@ class CutoverMixin(CommitMixin, SpareMixin):
         self._fs.fdatasync(segment.fd)
         self._fs.close(segment.fd)
         self._segment = successor
+        if self._index_builder is not None:
+            self._index_builder.sealed(segment.log)  # built in the builder's thread, never in a commit (W-45)
         return successor

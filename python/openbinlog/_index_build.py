@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ._crc import crc32c, mask
@@ -83,17 +83,35 @@ def build_index(
     ``rebuild``: then the segment is walked and the file rewritten if its
     bytes differ (``check_indexes`` compares without writing).
     """
-    path = os.fspath(directory)
+    return index_segment(os.fspath(directory), log, interval=interval, rebuild=rebuild)
+
+
+# What excludes every writer of the log while an index file is created and renamed: the log's lock, or, for a
+# writer that holds it from open to close (protocols 6.7), that writer's own turn.
+Exclusion = Callable[[], contextlib.AbstractContextManager[object]]
+
+
+def index_segment(
+    path: str,
+    log: int,
+    *,
+    interval: int,
+    rebuild: bool = False,
+    exclusion: Exclusion | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> IndexBuild:
+    """``build_index``, for a writer's builder too: under ``exclusion`` rather than the log's lock, and
+    given up (``skipped``, nothing written) once ``cancelled()`` says so between two batches of the walk."""
     target = os.path.join(path, index_name(log))
     if not rebuild and (entries := _current_entries(path, log, interval)) is not None:
         return IndexBuild(log, UNCHANGED, target, entries=entries)
-    data = _index_bytes(path, log, interval)
+    data = _index_bytes(path, log, interval, cancelled)
     if isinstance(data, IndexBuild):
         return data
     entries = (len(data) - INDEX_HEADER_SIZE) // INDEX_ENTRY_SIZE
     if _holds(target, data):
         return IndexBuild(log, UNCHANGED, target, entries=entries)
-    if not _write_aside(path, log, data):
+    if not _write_aside(path, log, data, exclusion or (lambda: _log_lock(path))):
         return IndexBuild(log, SKIPPED, target, reason="removed while it was indexed")
     return IndexBuild(log, BUILT, target, entries=entries)
 
@@ -166,7 +184,13 @@ def _check_index(path: str, log: int) -> IndexNote:
     return IndexNote(log, target, True)
 
 
-def _index_bytes(path: str, log: int, interval: int) -> bytes | IndexBuild:
+class _Cancelled(Exception):
+    """The builder's owner closed while the walk ran."""
+
+
+def _index_bytes(
+    path: str, log: int, interval: int, cancelled: Callable[[], bool] = lambda: False
+) -> bytes | IndexBuild:
     """The index file segment ``log`` gives with ``interval`` (spec 18.3, 18.4 steps 1 and 2), or why it has none."""
     target = os.path.join(path, index_name(log))
     rule = EntryRule(interval)  # refuses a bad interval before anything is read
@@ -182,10 +206,12 @@ def _index_bytes(path: str, log: int, interval: int) -> bytes | IndexBuild:
             return IndexBuild(log, SKIPPED, target, reason="no such segment")
         segment, header = opened
         with contextlib.closing(segment):
-            info = _walk_entries(logs, segment, header, rule, present)
+            info = _walk_entries(logs, segment, header, rule, present, cancelled=cancelled)
             if info is None:
                 return IndexBuild(log, SKIPPED, target, reason="not finished")
             entries = _with_span_crcs(segment, rule.entries, info.segment_end)
+    except _Cancelled:
+        return IndexBuild(log, SKIPPED, target, reason="cancelled")
     except BinlogIOError:
         raise
     except BinlogError as exc:
@@ -195,7 +221,13 @@ def _index_bytes(path: str, log: int, interval: int) -> bytes | IndexBuild:
 
 
 def _walk_entries(
-    logs: LocalDirectory, segment: SegmentSource, header: Header, rule: EntryRule, present: list[int]
+    logs: LocalDirectory,
+    segment: SegmentSource,
+    header: Header,
+    rule: EntryRule,
+    present: list[int],
+    *,
+    cancelled: Callable[[], bool],
 ) -> IndexInfo | None:
     """Walk the finished segment from its first record to S, offering each data record to ``rule``;
     the index header; None when the segment is not finished. Damage raises."""
@@ -214,6 +246,8 @@ def _walk_entries(
         version, log_id, base_index = VERSION_2, header.log_id, header.base_index
     next_index = base_index
     while batch := walk.next_batch():
+        if cancelled():
+            raise _Cancelled
         for record in batch:
             rule.offer(record.index, record.offset, record.timestamp_us or 0)
         next_index = batch[-1].index + 1
@@ -278,13 +312,13 @@ def _log_lock(path: str) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _write_aside(path: str, log: int, data: bytes) -> bool:
+def _write_aside(path: str, log: int, data: bytes, exclusion: Exclusion) -> bool:
     """Spec 18.4 steps 3 to 6; False when the segment was removed meanwhile (the index is then not written)."""
     fs = OsFileSystem()
     temp = os.path.join(path, f".{index_name(log)}.{secrets.token_hex(8)}.tmp")
     fd, named = -1, False
     try:
-        with _log_lock(path):  # created and held under the lock: no writer's clean-up (spec 7.4) sees it unheld
+        with exclusion():  # created and held under the lock: no writer's clean-up (spec 7.4) sees it unheld
             fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
             named = True
             fs.hold(fd)
@@ -292,7 +326,7 @@ def _write_aside(path: str, log: int, data: bytes) -> bool:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
-        with _log_lock(path):
+        with exclusion():
             if find_segment(path, log) is None:
                 return False
             os.rename(temp, os.path.join(path, index_name(log)))

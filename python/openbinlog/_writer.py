@@ -37,11 +37,14 @@ from ._format import (
 )
 from ._fs import SHARED_SYNC_SUPPORTED, FileSystem, OsFileSystem
 from ._group_commit import GroupCommit, Ticket
+from ._index_build import IndexBuild
+from ._index_builder import IndexBuilder
 from ._ref import Ref
 from ._segment import LegacyHeaderInfo
 from ._segment_file import SegmentFile, list_segments
 from ._shared_commit import SharedCommitMixin
 from ._spare import SpareMixin
+from ._sparse_index import EntryRule
 from ._writer_base import MAX_LOG_NUMBER, payload_bytes
 from .errors import (
     AsqnOrderError,
@@ -131,6 +134,10 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
     ``max_segment_bytes`` (1 GiB by default; ``None``: never) cuts over once
     a segment has grown past it.
     ``backup_dir``: recovery first copies every byte it removes there.
+    ``index_interval``: after each cutover, a thread of the writer builds the sparse index of the segment
+    it sealed, an entry every ``index_interval`` bytes (spec 18; no commit waits for it), which seeks and
+    split reads use; ``index_builds`` says what each build did. ``None`` (the default): ``binlog index``
+    builds them.
     """
 
     def __init__(
@@ -149,6 +156,7 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         shared_sync: bool | None = None,
+        index_interval: int | None = None,
     ) -> None:
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
@@ -169,6 +177,8 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
             raise ValueError("shared_sync needs Linux 4.13 or later, with open file description locks (spec 6.8)")
         if preallocate is not None and preallocate < HEADER_SIZE + RECORD_HEADER_SIZE:
             raise ValueError(f"preallocate must be at least {HEADER_SIZE + RECORD_HEADER_SIZE} bytes")
+        if index_interval is not None:
+            EntryRule(index_interval)  # refuses an interval the index cannot hold
         self.directory = os.fspath(directory)
         self.durability = durability
         self.group_delay = group_delay
@@ -201,6 +211,7 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
         self._group = GroupCommit(self)
         self._io_mutex = threading.RLock()  # re-entered when an exclusive writer's append_many cuts over
         self._locked = _DirectoryLock(self)
+        self._index_builder = None
         self._failed = None
         self._closed = False
         self._segment = None
@@ -208,6 +219,10 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
         self._spare_thread = None
         self._make_directory()
         self._refuse_legacy()
+        if index_interval is not None:
+            # A writer that holds LOCK from open to close excludes other writers already: its own turn is enough.
+            exclusion = (lambda: self._io_mutex) if self.holds_lock else None
+            self._index_builder = IndexBuilder(self.directory, index_interval, exclusion)
         self._lock_path = os.path.join(self.directory, LOCK_NAME)
         self._lock_fd = -1
         self._lock_identity = (0, 0)
@@ -343,15 +358,22 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
                 removed.append(logs[0])
         return removed
 
+    @property
+    def index_builds(self) -> list[IndexBuild]:
+        """What the index builder did for each segment this writer sealed, in order (``index_interval``)."""
+        return [] if self._index_builder is None else list(self._index_builder.builds)
+
     def close(self) -> None:
         """Commit and sync what the ``process`` mode holds (``mmap``: sync the mapping), then release the log's
-        files and lock."""
+        files and lock. An index build under way is given up (``binlog index`` builds it later)."""
         if self._buffer is not None and not self._closed and self._failed is None:
             # A log closed by a writer that synced records alone: its commit point made durable too.
             self._commit_buffer(sync=not self._waits_for_commit or self._sync_records_alone, close=True)
         self._stop_flusher.set()
         if self._flusher is not None:
             self._flusher.join()
+        if self._index_builder is not None:
+            self._index_builder.close()
         with self._group.idle():
             if self._closed:
                 return

@@ -20,6 +20,7 @@ from .errors import BinlogIOError, WriterClosedError, WriterFailedError
 if TYPE_CHECKING:
     from ._commit import OpenSegment
     from ._fs import FileSystem
+    from ._index_builder import IndexBuilder
     from ._recovery import RecoveryAction
     from ._segment import CommitState
     from ._writer import Durability, _DirectoryLock
@@ -51,6 +52,7 @@ class WriterBase:
     _lock_fd: int  # the descriptor of LOCK that holds the lock
     _lock_held: bool  # an exclusive writer holds the lock on LOCK from open to close
     _shares_sync: bool  # batches commit by 6.8 where they can: written under the append lock, synced outside it
+    _index_builder: IndexBuilder | None  # builds the index of each segment this writer seals (spec 18.4)
 
     def _check_usable(self) -> None:
         if self._closed:

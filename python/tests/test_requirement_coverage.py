@@ -109,6 +109,7 @@ COVERAGE: dict[str, tuple[str, ...]] = {
         "pytest:test_w45_a_damaged_segment_indexed_by_a_tolerant_walk_is_caught",
         "pytest:test_w45_an_entry_off_the_rule_is_caught",
         "pytest:test_w45_an_index_written_under_its_own_name_is_caught",
+        "pytest:test_w45_a_writer_that_indexes_a_segment_in_its_cutover_is_caught",
     ),
 }
 

@@ -30,6 +30,7 @@ import test_maintenance as maintenance_tests
 import test_protocol as protocol_tests
 import test_sparse_index as index_tests
 import test_writer as writer_tests
+import test_writer_index as writer_index_tests
 from decisions import Edit, mutated
 from logtools import FaultyFileSystem
 
@@ -40,6 +41,7 @@ from openbinlog import _commit as commit_module
 from openbinlog import _cutover as cutover_module
 from openbinlog import _fs as fs_module
 from openbinlog import _index_build as index_build_module
+from openbinlog import _index_builder as index_builder_module
 from openbinlog import _sparse_index as sparse_index_module
 from openbinlog import _writer as writer_module
 from openbinlog._buffer import PureRecordBuffer
@@ -355,6 +357,22 @@ def test_w45_an_index_written_under_its_own_name_is_caught(tmp_path: Path, monke
         ),
     )
     failure_of(index_tests.test_an_index_is_written_aside_synced_and_renamed_into_place, tmp_path / "log", monkeypatch)
+
+
+def test_w45_a_writer_that_indexes_a_segment_in_its_cutover_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sealed segment walked and its index written by the committing thread, not queued for the builder's.
+    mutate(
+        monkeypatch,
+        index_builder_module.IndexBuilder,
+        "sealed",
+        (
+            "self._queue.append(log)",
+            "self.builds.append(index_segment(self._directory, log, interval=self._interval))",
+        ),
+    )
+    failure_of(writer_index_tests.test_no_commit_waits_for_the_index_builder, tmp_path / "log", monkeypatch, False)
 
 
 def test_w09_timestamp_below_the_last_one_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
