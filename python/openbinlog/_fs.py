@@ -317,6 +317,20 @@ class OsFileSystem:
         finally:
             _process_lock(fd).mutex.release()
 
+    def try_lock(self, fd: int) -> bool:
+        """``lock`` without waiting: False when another holds the lock. Without OFD locks it waits as ``lock``
+        does (a POSIX record lock of the process is shared by its writers, W-33)."""
+        if _OFD_SETLK is None:
+            self.lock(fd)
+            return True
+        try:
+            fcntl.fcntl(fd, _OFD_SETLK, _LOCK_WHOLE)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        return True
+
     def lock_append(self, fd: int) -> None:
         """Take the append lock, byte 0 of ``LOCK`` (spec 9): writers that share their syncs take turns on it,
         and it waits for any holder of the whole-file lock. Only where ``SHARED_SYNC_SUPPORTED``."""

@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -98,7 +99,7 @@ def index_segment(
     interval: int,
     rebuild: bool = False,
     exclusion: Exclusion | None = None,
-    cancelled: Callable[[], bool] = lambda: False,
+    cancelled: Callable[[], bool] | None = None,
 ) -> IndexBuild:
     """``build_index``, for a writer's builder too: under ``exclusion`` rather than the log's lock, and
     given up (``skipped``, nothing written) once ``cancelled()`` says so between two batches of the walk."""
@@ -111,7 +112,11 @@ def index_segment(
     entries = (len(data) - INDEX_HEADER_SIZE) // INDEX_ENTRY_SIZE
     if _holds(target, data):
         return IndexBuild(log, UNCHANGED, target, entries=entries)
-    if not _write_aside(path, log, data, exclusion or (lambda: _log_lock(path))):
+    try:
+        written = _write_aside(path, log, data, exclusion or (lambda: _log_lock(path, cancelled)))
+    except _Cancelled:
+        return IndexBuild(log, SKIPPED, target, reason="cancelled")
+    if not written:
         return IndexBuild(log, SKIPPED, target, reason="removed while it was indexed")
     return IndexBuild(log, BUILT, target, entries=entries)
 
@@ -188,9 +193,7 @@ class _Cancelled(Exception):
     """The builder's owner closed while the walk ran."""
 
 
-def _index_bytes(
-    path: str, log: int, interval: int, cancelled: Callable[[], bool] = lambda: False
-) -> bytes | IndexBuild:
+def _index_bytes(path: str, log: int, interval: int, cancelled: Callable[[], bool] | None = None) -> bytes | IndexBuild:
     """The index file segment ``log`` gives with ``interval`` (spec 18.3, 18.4 steps 1 and 2), or why it has none."""
     target = os.path.join(path, index_name(log))
     rule = EntryRule(interval)  # refuses a bad interval before anything is read
@@ -227,7 +230,7 @@ def _walk_entries(
     rule: EntryRule,
     present: list[int],
     *,
-    cancelled: Callable[[], bool],
+    cancelled: Callable[[], bool] | None,
 ) -> IndexInfo | None:
     """Walk the finished segment from its first record to S, offering each data record to ``rule``;
     the index header; None when the segment is not finished. Damage raises."""
@@ -246,7 +249,7 @@ def _walk_entries(
         version, log_id, base_index = VERSION_2, header.log_id, header.base_index
     next_index = base_index
     while batch := walk.next_batch():
-        if cancelled():
+        if cancelled is not None and cancelled():
             raise _Cancelled
         for record in batch:
             rule.offer(record.index, record.offset, record.timestamp_us or 0)
@@ -293,10 +296,16 @@ def _stored(path: str, most: int) -> bytes:
         os.close(fd)
 
 
+# How often a builder that may be cancelled tries the lock again while another holds it.
+LOCK_RETRY_SECONDS = 0.01
+
+
 @contextlib.contextmanager
-def _log_lock(path: str) -> Iterator[None]:
+def _log_lock(path: str, cancelled: Callable[[], bool] | None = None) -> Iterator[None]:
     """The log's lock (spec 9) while an index is renamed into place; a directory without ``LOCK`` (a
-    version 1 log, which no writer of this format appends to) has no writer to exclude."""
+    version 1 log, which no writer of this format appends to) has no writer to exclude. With ``cancelled``,
+    the wait for it ends (``_Cancelled``) once that says so: a writer closing never waits on its builder
+    for a lock another process holds."""
     fs = OsFileSystem()
     try:
         fd = os.open(
@@ -306,7 +315,13 @@ def _log_lock(path: str) -> Iterator[None]:
         yield
         return
     try:
-        fs.lock(fd)
+        if cancelled is None:
+            fs.lock(fd)
+        else:
+            while not fs.try_lock(fd):
+                if cancelled():
+                    raise _Cancelled
+                time.sleep(LOCK_RETRY_SECONDS)
         yield
     finally:
         os.close(fd)  # releases the lock

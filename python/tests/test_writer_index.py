@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from logtools import segment
 from openbinlog import Reader, Writer, build_index, check_indexes, read_all
 from openbinlog import _index_build as index_build_module
 from openbinlog._format import index_name
+from openbinlog._fs import OsFileSystem
 
 TIMEOUT = 20.0
 
@@ -132,3 +134,44 @@ def test_an_index_interval_the_index_cannot_hold_is_refused(log_dir: Path) -> No
         with pytest.raises(ValueError, match="interval"):
             Writer(log_dir, index_interval=interval)
     assert not list(log_dir.glob("*.dat"))
+
+
+def test_closing_the_writer_does_not_wait_for_a_lock_its_builder_waits_for(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's writer holds LOCK (an exclusive writer, from open to close): the builder, ready to
+    write its file, waits for it; close() gives the build up rather than wait with it."""
+    walked, locked, waiting = threading.Event(), threading.Event(), threading.Event()
+    original, try_lock = index_build_module._walk_entries, OsFileSystem.try_lock
+
+    def gated(*arguments: object, cancelled: object) -> object:
+        walked.set()
+        assert locked.wait(TIMEOUT)
+        return original(*arguments, cancelled=cancelled)  # type: ignore[arg-type]
+
+    def trying(self: OsFileSystem, fd: int) -> bool:
+        taken = try_lock(self, fd)
+        if not taken:
+            waiting.set()
+        return taken
+
+    monkeypatch.setattr(index_build_module, "_walk_entries", gated)
+    monkeypatch.setattr(OsFileSystem, "try_lock", trying)
+    writer = Writer(log_dir, index_interval=100)
+    for number in range(30):
+        writer.append(b"%03d" % number)
+    writer.cutover()
+    assert walked.wait(TIMEOUT)
+    other = os.open(log_dir / "LOCK", os.O_RDWR)
+    try:
+        OsFileSystem().lock(other)  # an open file description of its own, as another process has
+        locked.set()
+        assert waiting.wait(TIMEOUT), "the builder never waited for the lock"
+        stopping = threading.Thread(target=writer.close)
+        stopping.start()
+        stopping.join(TIMEOUT)
+        assert not stopping.is_alive(), "close() waited for the lock its builder was waiting for"
+    finally:
+        os.close(other)
+    assert [(build.log, build.status, build.reason) for build in writer.index_builds] == [(1, "skipped", "cancelled")]
+    assert not (log_dir / index_name(1)).exists() and not list(log_dir.glob(".*.tmp"))
