@@ -136,8 +136,8 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
     ``backup_dir``: recovery first copies every byte it removes there.
     ``index_interval``: after each cutover, a thread of the writer builds the sparse index of the segment
     it sealed, an entry every ``index_interval`` bytes (spec 18; no commit waits for it), which seeks and
-    split reads use; ``index_builds`` says what each build did. ``None`` (the default): ``binlog index``
-    builds them.
+    split reads use; at open it also builds those of finished segments that have none. ``index_builds`` says
+    what each build did. ``None`` (the default): ``binlog index`` builds them.
     """
 
     def __init__(
@@ -241,6 +241,13 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
         except BaseException:
             self._release_files()
             raise
+        if self._index_builder is not None:
+            # Segments sealed while no builder ran (an earlier writer without one, a crash before its build) are
+            # queued too; an index built with another interval is left as it is.
+            names = set(self._fs.listdir(self.directory))
+            for log in list_segments(self.directory)[:-1]:
+                if index_name(log) not in names:
+                    self._index_builder.sealed(log)
 
     # -- public API ---------------------------------------------------------
 

@@ -175,3 +175,19 @@ def test_closing_the_writer_does_not_wait_for_a_lock_its_builder_waits_for(
         os.close(other)
     assert [(build.log, build.status, build.reason) for build in writer.index_builds] == [(1, "skipped", "cancelled")]
     assert not (log_dir / index_name(1)).exists() and not list(log_dir.glob(".*.tmp"))
+
+
+def test_a_writer_opened_with_an_interval_indexes_the_finished_segments_that_have_none(log_dir: Path) -> None:
+    with Writer(log_dir) as writer:  # no builder: three sealed segments without an index
+        for number in range(90):
+            writer.append(b"%03d" % number + b"." * 40)
+            if number % 30 == 29:
+                writer.cutover()
+    build_index(log_dir, 2, interval=50)  # one indexed already, with another interval: left as it is
+    kept = (log_dir / index_name(2)).read_bytes()
+    with Writer(log_dir, index_interval=100) as writer:
+        _wait_for_builds(writer, 2)
+        assert [(build.log, build.status) for build in writer.index_builds] == [(1, "built"), (3, "built")]
+    assert _usable(log_dir) == {1: True, 2: True, 3: True}
+    assert (log_dir / index_name(2)).read_bytes() == kept
+    assert not (log_dir / index_name(4)).exists()  # the last segment is not finished
