@@ -43,7 +43,6 @@ from ._buffer import (
 )
 from ._commit import OpenSegment
 from ._format import HEADER_SIZE, MAX_PAYLOAD_SIZE, NO_ASQN, RECORD_HEADER_SIZE
-from ._fs import FileSystem
 from ._ref import Ref
 from ._segment import CommitState
 from ._writer_base import MAX_LOG_NUMBER, WriterBase, payload_bytes
@@ -68,7 +67,6 @@ class BufferedMixin(WriterBase):
     _buffer: RecordBuffer | None  # None: the writer does not buffer
     # What the buffer writes and syncs through: None for the operating system's own file system, which the
     # compiled buffer calls directly, releasing the interpreter during each write and sync.
-    _buffer_fs: FileSystem | None
     _custom_clock: bool  # a clock given to the writer: read it per append, rather than the system clock
     _flusher: threading.Thread | None
     _stop_flusher: threading.Event

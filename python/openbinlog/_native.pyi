@@ -18,6 +18,49 @@ def walk_lengths(buf: bytes, end: int, /) -> tuple[bytes, bytes, bytes, int]:
 def read_header(data: bytes, /) -> tuple[int, int, int, int, int, int, int, int, int]:
     """The fields of the record header at the start of ``data``, as ``RECORD_HEADER.unpack_from``."""
 
+def shared_write(
+    fs: object | None,
+    segment_fd: int,
+    lock_fd: int,
+    lock_path: str,
+    lock_identity: tuple[int, int],
+    successor_path: str,
+    log: int,
+    base_index: int,
+    capacity: int,
+    size_limit: int | None,
+    zero_probe: bool,
+    payloads: list[tuple[bytes, int]],
+    now_us: int,
+    /,
+) -> tuple[int, int, int, int, int, int, int, int] | None:
+    """Steps 1 to 5 of spec 6.8 (``_shared_commit._write_shared``) in the plain case, else None having written
+    nothing: the generation and commit offset read, the first record's offset (beyond other writers' records
+    written again) and index, then the commit offset, next index, last asqn and last timestamp after the
+    records. ``fs``: None for the files, else the file system object."""
+
+def shared_publish(
+    fs: object | None,
+    segment_fd: int,
+    lock_fd: int,
+    lock_path: str,
+    lock_identity: tuple[int, int],
+    log: int,
+    base_index: int,
+    seen: int,
+    end: tuple[int, int, int, int],
+    /,
+) -> int:
+    """Steps 6 and 7 of spec 6.8 (the sync, then ``_publish_shared``): 0 published in the next generation, 2
+    covered already by another writer's publication, 3 published two generations on (W-44); 1 when the Python
+    code must publish (``LOCK`` replaced, the segment sealed, an unusual header)."""
+
+def tail_end(
+    data: bytes, commit_offset: int, next_index: int, last_asqn: int, last_timestamp_us: int, zero_probe: bool, /
+) -> tuple[int, int, int, int] | None:
+    """The walk ``shared_write`` makes beyond the commit point over ``data``: where it ends and the state there
+    (commit offset, next index, last asqn, last timestamp), or None when the case is not plain."""
+
 class Verifier(Generic[_Entry]):
     """``RecordDecoder._verified_run_pure`` in compiled code, building ``entry_type`` objects."""
 

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from . import _accel
 from ._commit import MAX_COUNTER, EncodedBatch, OpenSegment
+from ._format import RECORD_HEADER_SIZE
 from ._group_commit import Ticket
 from ._recovery import FdSource
 from ._recovery_exec import RecoveryMixin, successor_path
@@ -46,15 +48,15 @@ class SharedCommitMixin(RecoveryMixin):
         """Commit ``batch`` by spec 6.8 and add its refs to ``done``; False, having written nothing, when the
         batch needs the whole lock (6.8 step 3)."""
         with self._io_mutex:
-            with self._append_locked():
-                written = self._write_shared(batch)
+            written = self._write_compiled(batch) if _accel.shared_write is not None else None
+            if written is None:
+                with self._append_locked():
+                    written = self._write_shared(batch)
             if written is None:
                 return False
             segment, seen, encoded = written
             if encoded.written:
-                self._fs.fdatasync(segment.fd)  # step 6: no lock held
-                with self._append_locked():
-                    self._publish_shared(segment, seen, encoded.end)
+                self._sync_and_publish(segment, seen, encoded.end)
                 if self.durability == "strict":
                     self._fs.fdatasync(segment.fd)
                 if self._due_for_cutover(segment, encoded.end.commit_offset, left_over=False):
@@ -69,6 +71,49 @@ class SharedCommitMixin(RecoveryMixin):
             segment, commit = self._prepare()
             if self._due_for_cutover(segment, commit.commit_offset, left_over=False) and segment.log < MAX_LOG_NUMBER:
                 self._cut_over(segment, commit)
+
+    def _write_compiled(self, batch: list[Ticket]) -> tuple[OpenSegment, int, EncodedBatch] | None:
+        """``_write_shared`` with the append lock taken, compiled (``_accel.shared_write``), in the plain case:
+        None, having written nothing, for anything else, which ``_write_shared`` then takes."""
+        segment = self._segment
+        if segment is None or not segment.tail_checked or _accel.shared_write is None:
+            return None
+        written = _accel.shared_write(
+            self._buffer_fs,
+            segment.fd,
+            self._lock_fd,
+            self._lock_path,
+            self._lock_identity,
+            successor_path(self.directory, segment.log),
+            segment.log,
+            segment.header.base_index,
+            segment.header.capacity,
+            self.max_segment_bytes,
+            segment.header.preallocated,
+            [(ticket.payload, ticket.asqn) for ticket in batch],
+            self._clock_us(),
+        )
+        if written is None:
+            return None
+        seen, _, offset, index, end_offset, next_index, last_asqn, now = written
+        encoded = EncodedBatch()
+        for ticket in batch:
+            encoded.written.append((ticket, Ref(segment.log, offset, index)))
+            offset, index = offset + RECORD_HEADER_SIZE + len(ticket.payload), index + 1
+        encoded.end = CommitState(seen + 1, end_offset, next_index, last_asqn, now, 0)
+        return segment, seen, encoded
+
+    def _sync_and_publish(self, segment: OpenSegment, seen: int, end: CommitState) -> None:
+        """Steps 6 and 7 of 6.8: the sync holding no lock, then the publication under the append lock."""
+        if _accel.shared_publish is not None:
+            state = (end.commit_offset, end.next_index, end.last_asqn, end.last_timestamp_us)
+            arguments = (self._lock_fd, self._lock_path, self._lock_identity, segment.log, segment.header.base_index)
+            if _accel.shared_publish(self._buffer_fs, segment.fd, *arguments, seen, state) != _accel.PUBLISH_IN_PYTHON:
+                return
+        else:
+            self._fs.fdatasync(segment.fd)  # step 6: no lock held
+        with self._append_locked():  # LOCK replaced, the segment sealed, an unusual header: said here
+            self._publish_shared(segment, seen, end)
 
     def _write_shared(self, batch: list[Ticket]) -> tuple[OpenSegment, int, EncodedBatch] | None:
         """Steps 2 to 5 of 6.8, under the append lock: the segment, the generation read, the records written."""

@@ -224,3 +224,20 @@ reader_steps = st.lists(
     ),
     max_size=12,
 )
+
+# Batches of writers sharing syncs (test_shared_compiled.py): which of two writers, and its appends, each a payload
+# and an asqn step (None: no asqn; n: the last asqn given plus n, so 0 or less is out of order); None cuts over.
+shared_batches = st.lists(
+    st.one_of(
+        st.tuples(
+            st.integers(min_value=0, max_value=1),
+            st.lists(
+                st.tuples(small_payloads, st.one_of(st.none(), st.integers(min_value=-1, max_value=3))),
+                min_size=1,
+                max_size=4,
+            ),
+        ),
+        st.none(),
+    ),
+    max_size=12,
+)

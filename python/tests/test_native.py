@@ -23,13 +23,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import RECORD_DAMAGES, log_records, log_tails, record_damages
+from strategies import RECORD_DAMAGES, log_records, log_tails, record_damages, timestamps
 from test_records import reforge
 
 import openbinlog
 from openbinlog import NO_ASQN, BinlogError, Entry, RecordDecoder, TailStop, _accel, encode_record
 from openbinlog._format import RECORD_HEADER, RECORD_HEADER_SIZE
 from openbinlog._records import BATCH_ENTRIES
+from openbinlog._segment import CommitState
+from openbinlog.walk import BytesSource, tail_walk
 from openbinlog_spark.walk import RecordRun, _native_run, _pure_run, _walk_lengths
 
 try:
@@ -337,6 +339,42 @@ def test_length_walk_refuses_an_end_beyond_the_buffer() -> None:
     assert _native is not None
     with pytest.raises(ValueError, match="beyond"):
         _native.walk_lengths(encode_record(1, b"x"), 42)
+
+
+def _tail_end_in_python(segment: bytes, commit: CommitState, zero_probe: bool) -> tuple[int, int, int, int] | None:
+    """Where ``_shared_commit._written_end`` ends the tail of ``segment``, with its tail check: None when
+    something lies beyond the whole records (the batch goes to recovery)."""
+
+    def clear(at: int) -> bool:  # _tail_clear: nothing beyond, or zeros where a preallocated segment was checked
+        probe = segment[at : at + RECORD_HEADER_SIZE]
+        return len(segment) <= at or (zero_probe and probe == bytes(len(probe)))
+
+    if clear(commit.commit_offset):
+        return commit.commit_offset, commit.next_index, commit.last_asqn, commit.last_timestamp_us
+    scan = tail_walk(BytesSource(segment), log=LOG, commit=commit)
+    if not clear(scan.end):
+        return None
+    return scan.end, scan.next_index, scan.last_asqn, scan.last_timestamp_us
+
+
+@given(log_records, record_damages, log_tails, st.booleans(), timestamps)
+def test_the_compiled_shared_batch_ends_the_tail_where_the_tail_walk_and_the_tail_check_do(
+    records: list[tuple[bytes, int | None, int]],
+    damage: tuple[str, int, int] | None,
+    tail: bytes,
+    zero_probe: bool,
+    timestamp: int,
+) -> None:
+    """The walk of ``_native.shared_write`` beyond the commit point (format 4.3.2, then protocols 7.1) either
+    declines, leaving the batch to the Python code, or ends where the reference does, in the same state; it
+    declines only where the tail holds a skippable record, which the reference walks over."""
+    assert _native is not None
+    data, _ = render(records, damage, tail)
+    commit = CommitState(1, START, FIRST, NO_ASQN, timestamp, 0)
+    native = _native.tail_end(data, START, FIRST, NO_ASQN, timestamp, zero_probe)
+    reference = _tail_end_in_python(bytes(START) + data, commit, zero_probe)
+    if native is not None or damage is None or damage[0] != "skippable_frame":
+        assert native == reference
 
 
 def test_native_entries_are_frozen_entries() -> None:

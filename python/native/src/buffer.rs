@@ -50,13 +50,13 @@ const SYNC_FILE: u8 = 1;
 const SYNC_RECORDS: u8 = 2;
 
 /// Where the slots of even and odd generations lie, and the mirror fields (`_format`).
-const SLOT_OFFSETS: [u64; 2] = [96, 144];
-const SLOT_CRC_COVERS: usize = 44;
+pub(crate) const SLOT_OFFSETS: [u64; 2] = [96, 144];
+pub(crate) const SLOT_CRC_COVERS: usize = 44;
 /// The page size the mapping is made writable in.
 const PAGE: usize = 4096;
 /// Where the second slot ends: a mapping covers at least this much.
 const SLOTS_END: u64 = 192;
-const MIRROR_OFFSET: u64 = 6;
+pub(crate) const MIRROR_OFFSET: u64 = 6;
 const STATUS_OPEN: u16 = 0;
 const STATUS_CLOSED: u16 = 1;
 
@@ -274,7 +274,7 @@ fn now_us() -> i64 {
 }
 
 /// Append the record `openbinlog._records.encode_record` builds to `out`.
-fn encode_record(out: &mut Vec<u8>, index: u64, payload: &[u8], asqn: i64, timestamp_us: i64) {
+pub(crate) fn encode_record(out: &mut Vec<u8>, index: u64, payload: &[u8], asqn: i64, timestamp_us: i64) {
     let length = MIN_RECORD_LENGTH.saturating_add(u32::try_from(payload.len()).unwrap_or(u32::MAX));
     let mut head = [0u8; RECORD_HEADER_SIZE];
     put(&mut head, 0, &length.to_be_bytes());
@@ -535,10 +535,10 @@ impl RecordBuffer {
 }
 
 /// The commit state a commit publishes: generation, commit offset, next index, last asqn, last timestamp.
-type Published = (u64, u64, u64, i64, i64);
+pub(crate) type Published = (u64, u64, u64, i64, i64);
 
 /// The 48-byte slot `openbinlog._segment.encode_slot` builds.
-fn encode_slot(published: Published, next_log_number: u32) -> [u8; 48] {
+pub(crate) fn encode_slot(published: Published, next_log_number: u32) -> [u8; 48] {
     let (generation, offset, next_index, last_asqn, last_timestamp_us) = published;
     let mut slot = [0u8; 48];
     put(&mut slot, 0, &generation.to_be_bytes());
@@ -553,7 +553,7 @@ fn encode_slot(published: Published, next_log_number: u32) -> [u8; 48] {
 }
 
 /// The 18 mirror bytes `openbinlog._segment.encode_mirror` builds.
-fn encode_mirror(offset: u64, log: u32, next_log_number: u32) -> [u8; 18] {
+pub(crate) fn encode_mirror(offset: u64, log: u32, next_log_number: u32) -> [u8; 18] {
     let status = if next_log_number == 0 {
         STATUS_OPEN
     } else {

@@ -23,6 +23,7 @@
 
 mod arrow;
 mod buffer;
+mod shared;
 
 use std::ffi::c_void;
 
@@ -45,7 +46,7 @@ const MASK_DELTA: u32 = 0xA282_EAD8;
 const ENTRY_FIELDS: [&str; 7] = ["log", "offset", "index", "payload", "asqn", "timestamp_us", "checked"];
 
 /// The fields of a record header, in their order on disk (big-endian).
-struct RecordHeader {
+pub(crate) struct RecordHeader {
     length: u32,
     frame: u8,
     flags: u8,
@@ -66,7 +67,7 @@ fn take<const N: usize>(rest: &mut &[u8]) -> Option<[u8; N]> {
 
 impl RecordHeader {
     /// The header at the start of `bytes`, or None when fewer than 40 bytes are there.
-    fn parse(bytes: &[u8]) -> Option<Self> {
+    pub(crate) fn parse(bytes: &[u8]) -> Option<Self> {
         let mut rest = bytes.get(..RECORD_HEADER_SIZE)?;
         // Fields of a struct expression are evaluated in the order written: the order on disk.
         Some(Self {
@@ -84,7 +85,7 @@ impl RecordHeader {
 }
 
 /// LevelDB's mask of a CRC32C, as `openbinlog._crc.mask`.
-fn masked_crc32c(data: &[u8]) -> u32 {
+pub(crate) fn masked_crc32c(data: &[u8]) -> u32 {
     crc32c(data).rotate_right(15).wrapping_add(MASK_DELTA)
 }
 
@@ -413,5 +414,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Verifier>()?;
     module.add_class::<buffer::RecordBuffer>()?;
     module.add_class::<buffer::Appender>()?;
+    module.add_function(wrap_pyfunction!(shared::shared_write, module)?)?;
+    module.add_function(wrap_pyfunction!(shared::shared_publish, module)?)?;
+    module.add_function(wrap_pyfunction!(shared::tail_end, module)?)?;
     Ok(())
 }

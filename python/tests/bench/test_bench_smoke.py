@@ -50,7 +50,11 @@ def test_tiny_run_reports_every_bar_with_its_ratio_in_json_text_and_markdown(tmp
     ]
     assert all(row["bar"] is None and row["passed"] is None and row["ratio"] > 0 for row in info)
     # The machine's ceilings beside the write bars: measured in the same run, judged against nothing.
-    ceilings = [row for row in rows if row["id"] in ("S1.ceiling", "S6.ceiling", "W1.ceiling", "W2.floor", "W3.floor")]
+    ceilings = [
+        row
+        for row in rows
+        if row["id"] in ("S1.ceiling", "S6.ceiling", "W1.ceiling", "W2.floor", "W3.floor", "W3.ceiling")
+    ]
     assert sorted((row["id"], row["record_size"]) for row in ceilings) == [
         ("S1.ceiling", 200),
         ("S1.ceiling", 1024),
@@ -60,10 +64,15 @@ def test_tiny_run_reports_every_bar_with_its_ratio_in_json_text_and_markdown(tmp
         ("W1.ceiling", 1024),
         ("W2.floor", 200),
         ("W2.floor", 1024),
+        ("W3.ceiling", 200),
+        ("W3.ceiling", 1024),
         ("W3.floor", 200),
         ("W3.floor", 1024),
     ]
     assert all(row["bar"] is None and row["passed"] is None and row["ratio"] > 0 for row in ceilings)
+    # W3 against both bars of its issue: one process, and as many threads of one writer.
+    w3 = sorted((row["versus"], row["bar"]) for row in rows if row["id"] == "W3")
+    assert w3 == [("4 threads, one writer", 0.8)] * 2 + [("W1", 2.5)] * 2
     # The seeks without the index beside X1 and X2: the same targets, against the same full read, no bar.
     unindexed = [row for row in rows if row["id"] in ("X1.unindexed", "X2.unindexed")]
     assert sorted((row["id"], row["record_size"]) for row in unindexed) == [
@@ -84,7 +93,7 @@ def test_tiny_run_reports_every_bar_with_its_ratio_in_json_text_and_markdown(tmp
         expected = verdict or {True: "PASS", False: "BELOW", None: "info"}[row["passed"]]
         assert expected in table
     bar_lines = [line for line in table.splitlines() if re.match(r"(W[1-4]|R1)  ", line)]
-    assert len(bar_lines) == 16 and all(re.search(r"\d\.\d\dx +>= \S+x +(PASS|BELOW)", line) for line in bar_lines)
+    assert len(bar_lines) == 18 and all(re.search(r"\d\.\d\dx +>= \S+x +(PASS|BELOW)", line) for line in bar_lines)
     markdown = (tmp_path / "README-table.md").read_text()
     assert markdown.count("\n| W1 |") == 8 and "| R2 |" in markdown
     assert (tmp_path / "throughput-recovery.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

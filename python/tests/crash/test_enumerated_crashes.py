@@ -88,14 +88,15 @@ def test_every_crash_state_of_a_small_workload_keeps_every_invariant(
 @pytest.mark.spec("W-43", "W-44")
 @pytest.mark.parametrize("workload", shared_workloads(), ids=lambda w: w.name)
 def test_every_crash_state_of_writers_sharing_syncs_keeps_every_invariant(
-    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_run: bool
+    workload: Workload, tmp_path: Path, crash_summary: CrashSummary, full_run: bool, batch_code: str
 ) -> None:
     """Two and three writers write one after the other and sync at once: every order of their syncs and
-    publications, every crash state under P0 to P3 (spec 6.8.1); the preallocated and strict variants with
-    ``--full`` (the SIGKILL test of sharing writer processes runs every mode)."""
+    publications, every crash state under P0 to P3 (spec 6.8.1), for the compiled batch and the Python one;
+    the preallocated and strict variants with ``--full`` (the SIGKILL test of sharing writer processes runs
+    every mode)."""
     if workload.full_only and not full_run:
         pytest.skip("--full only")
-    check_small_workload(workload, tmp_path, crash_summary, full_run, workload.name)
+    check_small_workload(workload, tmp_path, crash_summary, full_run, f"{workload.name}, {batch_code}")
 
 
 @pytest.mark.parametrize("workload", EXCLUSIVE_WORKLOADS, ids=lambda w: w.name)

@@ -26,11 +26,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from logtools import FaultyFileSystem
 
-from openbinlog import BinlogIOError, Writer, WriterFailedError, verify
+from openbinlog import BinlogIOError, Writer, WriterFailedError, _accel, verify
 from openbinlog._commit import OpenSegment
 from openbinlog._fs import SHARED_SYNC_SUPPORTED
 from openbinlog._group_commit import Ticket
@@ -52,9 +53,11 @@ class _ObservedWriter(Writer):
     """A writer that records which path of spec 6.8 its last commit took (the MARKS of an ``ack`` line)."""
 
     marks: set[str]
+    committing: ClassVar[set[str]] = set()  # the marks of the commit under way, for the compiled batch to add to
 
     def _commit_shared(self, batch: list[Ticket], done: list[tuple[Ticket, Ref]]) -> bool:
         self.marks = set()
+        _ObservedWriter.committing = self.marks
         try:
             shared = super()._commit_shared(batch, done)
         except BaseException:
@@ -77,6 +80,31 @@ class _ObservedWriter(Writer):
         elif current.generation != seen:
             self.marks.add("2")
         super()._publish_shared(segment, seen, end)
+
+
+@pytest.fixture
+def observed(batch_code: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``batch_code``, with the compiled batch's outcome added to the MARKS of the commit under way."""
+    if batch_code == "pure":
+        return batch_code
+    write, publish = _accel.shared_write, _accel.shared_publish
+    assert write is not None and publish is not None
+
+    def observed_write(*arguments: object) -> tuple[int, ...] | None:
+        written = write(*arguments)
+        if written is not None and written[2] > written[1]:  # its records start beyond others' written again
+            _ObservedWriter.committing.add("c")
+        return written
+
+    def observed_publish(*arguments: object) -> int:
+        code = publish(*arguments)
+        if mark := {2: "v", 3: "2"}.get(code):  # covered by another's publication; published over (W-44)
+            _ObservedWriter.committing.add(mark)
+        return code
+
+    monkeypatch.setattr(_accel, "shared_write", observed_write)
+    monkeypatch.setattr(_accel, "shared_publish", observed_publish)
+    return batch_code
 
 
 def _say(out_fd: int, line: str) -> None:
@@ -241,7 +269,9 @@ def _log_problems(directory: Path, acks: _Acks, *, in_flight: dict[int, int] | N
 
 
 @pytest.mark.spec("W-20", "W-21", "W-43")
-def test_sigkill_of_writers_sharing_syncs_loses_no_acknowledged_record(tmp_path: Path, full_run: bool) -> None:
+def test_sigkill_of_writers_sharing_syncs_loses_no_acknowledged_record(
+    tmp_path: Path, full_run: bool, observed: str
+) -> None:
     """Four writer processes share syncs; a random one is killed at a random moment (in an append, in its
     recovery at open, between its write and its publish) and restarted, over and over. After every kill a
     reader sees every acknowledged record; at the end the log verifies and every acknowledged record is
@@ -349,7 +379,7 @@ def _run_until_exit(processes: list[_Process], failing: _Process, timeout: float
 
 
 @pytest.mark.spec("W-19")
-def test_failed_sync_of_one_sharing_writer_stops_it_alone(tmp_path: Path, full_run: bool) -> None:
+def test_failed_sync_of_one_sharing_writer_stops_it_alone(tmp_path: Path, full_run: bool, observed: str) -> None:
     """Three writer processes share syncs; the sync of one fails (EIO) in the middle of its shared commit.
     That append raises ``io_error`` and every later one ``writer_failed``; nothing of its failed batch is
     acknowledged; the other two go on committing without error. The log verifies, has no hole, and holds
