@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._ref import Ref
+from .errors import WriterClosedError
 
 if TYPE_CHECKING:
     from ._writer import Writer
@@ -97,6 +98,8 @@ class GroupCommit:
         call = Call(tickets)
         with self._mutex:
             self._writer._check_usable()
+            if self._closing:  # close() waits for the queue to drain: nothing joins it any more
+                raise WriterClosedError("writer is closing", path=self._writer.directory)
             self._pending.append(call)
             if not self._leader_active:
                 self._leader_active = call.lead = True

@@ -212,7 +212,7 @@ def _index_bytes(path: str, log: int, interval: int, cancelled: Callable[[], boo
             info = _walk_entries(logs, segment, header, rule, present, cancelled=cancelled)
             if info is None:
                 return IndexBuild(log, SKIPPED, target, reason="not finished")
-            entries = _with_span_crcs(segment, rule.entries, info.segment_end)
+            entries = _with_span_crcs(segment, rule.entries, info.segment_end, cancelled)
     except _Cancelled:
         return IndexBuild(log, SKIPPED, target, reason="cancelled")
     except BinlogIOError:
@@ -259,13 +259,17 @@ def _walk_entries(
     return IndexInfo(version, segment.log, log_id, base_index, end.offset, next_index, len(rule.entries), rule.interval)
 
 
-def _with_span_crcs(segment: SegmentSource, entries: list[IndexEntryInfo], end: int) -> list[IndexEntryInfo]:
+def _with_span_crcs(
+    segment: SegmentSource, entries: list[IndexEntryInfo], end: int, cancelled: Callable[[], bool] | None = None
+) -> list[IndexEntryInfo]:
     """The entries with the CRC of the bytes each one's span holds (spec 18.2), read once in large chunks."""
     done: list[IndexEntryInfo] = []
     for k, entry in enumerate(entries):
         stop = entries[k + 1].offset if k + 1 < len(entries) else end
         crc, at = 0, entry.offset
         while at < stop:
+            if cancelled is not None and cancelled():
+                raise _Cancelled
             chunk = segment.read_at(at, min(READ_CHUNK, stop - at))
             if not chunk:
                 raise BinlogIOError("the segment ended before its end", path=segment.path, log=segment.log, offset=at)
@@ -322,9 +326,13 @@ def _log_lock(path: str, cancelled: Callable[[], bool] | None = None) -> Iterato
                 if cancelled():
                     raise _Cancelled
                 time.sleep(LOCK_RETRY_SECONDS)
-        yield
+        try:
+            yield
+        finally:
+            # Released, not only closed: a child forked meanwhile shares the descriptor's lock until it exits.
+            fs.unlock(fd)
     finally:
-        os.close(fd)  # releases the lock
+        os.close(fd)
 
 
 def _write_aside(path: str, log: int, data: bytes, exclusion: Exclusion) -> bool:
@@ -346,7 +354,7 @@ def _write_aside(path: str, log: int, data: bytes, exclusion: Exclusion) -> bool
                 return False
             os.rename(temp, os.path.join(path, index_name(log)))
             named = False
-            sync_directory(path)
+        sync_directory(path)  # step 6 holding no lock: the writers' commits do not wait for it (W-45)
         return True
     except OSError as exc:
         raise io_error(exc, temp, f"cannot write the index of segment {log}").located(log=log) from exc

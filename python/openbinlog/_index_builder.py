@@ -9,9 +9,11 @@ segments still queued stay without an index (``binlog index`` builds them).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 
+from ._format import index_name
 from ._index_build import SKIPPED, Exclusion, IndexBuild, index_segment
 from .errors import BinlogError
 
@@ -30,14 +32,21 @@ class IndexBuilder:
         self.builds: list[IndexBuild] = []  # what each build did, in order (skipped ones say why)
 
     def sealed(self, log: int) -> None:
-        """Queue the index of segment ``log``, just sealed; never waits for a build."""
+        """Queue the index of segment ``log``, just sealed; never waits for a build, and never fails the
+        commit that sealed it."""
         with self._wake:
             if self._closing:
                 return
-            self._queue.append(log)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="binlog-index-builder", daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._run, name="binlog-index-builder", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError as exc:  # no thread to be had now: this segment stays without an index
+                    path = os.path.join(self._directory, index_name(log))
+                    self.builds.append(IndexBuild(log, SKIPPED, path, reason=f"no builder thread: {exc}"))
+                    return
+                self._thread = thread
+            self._queue.append(log)
             self._wake.notify()
 
     def close(self) -> None:
@@ -61,14 +70,19 @@ class IndexBuilder:
                 if self._closing:
                     return
                 log = self._queue.popleft()
+            path = os.path.join(self._directory, index_name(log))
             try:
+                # Walked whatever file is there already: the index of a segment just sealed is this one's.
                 build = index_segment(
                     self._directory,
                     log,
                     interval=self._interval,
+                    rebuild=True,
                     exclusion=self._exclusion,
                     cancelled=self._cancelled,
                 )
             except BinlogError as exc:  # an index is never needed: a failed build leaves the segment without one
-                build = IndexBuild(log, SKIPPED, exc.path or self._directory, reason=f"{exc.error_class}: {exc}")
+                build = IndexBuild(log, SKIPPED, path, reason=f"{exc.error_class}: {exc}")
+            except Exception as exc:  # whatever it is, the next segments are still built
+                build = IndexBuild(log, SKIPPED, path, reason=f"{type(exc).__name__}: {exc}")
             self.builds.append(build)

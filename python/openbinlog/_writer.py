@@ -48,10 +48,12 @@ from ._sparse_index import EntryRule
 from ._writer_base import MAX_LOG_NUMBER, payload_bytes
 from .errors import (
     AsqnOrderError,
+    BinlogError,
     BinlogIOError,
     LegacyLogError,
     LogFullError,
     PayloadTooLargeError,
+    WriterClosedError,
 )
 
 Durability = Literal["sync", "group", "os", "strict", "process", "mmap"]
@@ -85,6 +87,9 @@ class _DirectoryLock:
     def __enter__(self) -> None:
         writer = self._writer
         writer._io_mutex.acquire()
+        if writer._closed and writer._lock_fd < 0:  # close() released the files while this call waited its turn
+            writer._io_mutex.release()
+            raise WriterClosedError("writer is closed", path=writer.directory)
         if writer._lock_held:  # an exclusive writer took it at open (W-39)
             return
         try:
@@ -178,6 +183,8 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
         if preallocate is not None and preallocate < HEADER_SIZE + RECORD_HEADER_SIZE:
             raise ValueError(f"preallocate must be at least {HEADER_SIZE + RECORD_HEADER_SIZE} bytes")
         if index_interval is not None:
+            if type(index_interval) is not int:
+                raise TypeError(f"index_interval is a whole number of bytes, not {type(index_interval).__name__}")
             EntryRule(index_interval)  # refuses an interval the index cannot hold
         self.directory = os.fspath(directory)
         self.durability = durability
@@ -239,15 +246,25 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
                     if preallocate:
                         self._start_spare()
         except BaseException:
+            if self._index_builder is not None:
+                self._index_builder.close()  # a recovery at open may have sealed a segment and started it
             self._release_files()
             raise
         if self._index_builder is not None:
-            # Segments sealed while no builder ran (an earlier writer without one, a crash before its build) are
-            # queued too; an index built with another interval is left as it is.
+            self._queue_unindexed()
+
+    def _queue_unindexed(self) -> None:
+        """Queue the finished segments that have no index file (sealed while no builder ran, or before a crash);
+        an index built with another interval is left as it is. Never fails the open: they stay as they are."""
+        assert self._index_builder is not None
+        try:
             names = set(self._fs.listdir(self.directory))
-            for log in list_segments(self.directory)[:-1]:
-                if index_name(log) not in names:
-                    self._index_builder.sealed(log)
+            logs = list_segments(self.directory)[:-1]
+        except (OSError, BinlogError):
+            return
+        for log in logs:
+            if index_name(log) not in names:
+                self._index_builder.sealed(log)
 
     # -- public API ---------------------------------------------------------
 
