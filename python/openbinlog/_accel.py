@@ -50,7 +50,7 @@ Appender: type[NativeAppender] | None = None
 # The batch of a writer that shares its syncs, steps 1 to 5 and 6 to 7 of spec 6.8 (_shared_commit).
 shared_write: Callable[..., tuple[int, int, int, int, int, int, int, int] | None] | None = None
 shared_publish: Callable[..., int] | None = None
-PUBLISH_IN_PYTHON = 1  # what shared_publish returns when the Python code must publish
+PUBLISH_IN_PYTHON = -1  # what shared_publish returns when the Python code must publish: the module says
 # Why the pure-Python decoder runs, or None when the compiled one does. A missing module is silent (a machine
 # without Rust installs the pure package); build_info() tells.
 PURE_REASON: str | None
@@ -91,6 +91,7 @@ else:
             # A module built before they existed still serves the rest: the batch is then the Python one.
             shared_write = getattr(_native, "shared_write", None)
             shared_publish = getattr(_native, "shared_publish", None)
+            PUBLISH_IN_PYTHON = getattr(_native, "PUBLISH_IN_PYTHON", PUBLISH_IN_PYTHON)
             PURE_REASON = None
         else:
             PURE_REASON = "openbinlog._native disagrees with the record layout or constants"

@@ -10,6 +10,7 @@ MAX_RECORD_LENGTH: Final[int]
 FRAME_DATA: Final[int]
 NO_ASQN: Final[int]
 MASK_DELTA: Final[int]
+PUBLISH_IN_PYTHON: Final[int]  # what shared_publish returns when the Python code must publish
 
 def walk_lengths(buf: bytes, end: int, /) -> tuple[bytes, bytes, bytes, int]:
     """``openbinlog_spark.walk._walk_lengths``: record starts (native int64), raw header and payload

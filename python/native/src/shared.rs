@@ -33,7 +33,7 @@ const MAX_TAIL_RECORD: u32 = 1 << 24;
 const PUBLISHED: u8 = 0;
 /// `shared_publish`: `LOCK` was replaced, the segment sealed or its header unusual: the Python code
 /// publishes (or reports why it cannot), under the append lock it takes again.
-const PUBLISH_IN_PYTHON: u8 = 1;
+pub(crate) const PUBLISH_IN_PYTHON: u8 = 1;
 /// `shared_publish`: another writer's publication covers the records already.
 const COVERED: u8 = 2;
 /// `shared_publish`: published two generations on, over the active slot (W-44).
