@@ -1238,10 +1238,16 @@ def test_a_forked_child_writer_and_its_parent_index_the_segments_each_seals(tmp_
                 for round_ in range(4):
                     _fill(child, 20, start=round_ * 20, tag=b"child-")
                     sealed.append(child.cutover() - 1)
+                # Its open may also have queued a segment the parent had sealed and not yet indexed: both
+                # builders then write the same bytes, one of them finding them there already.
                 deadline = time.monotonic() + TIMEOUT
-                while len(child.index_builds) < len(sealed) and time.monotonic() < deadline:
+                while not set(sealed) <= {build.log for build in child.index_builds} and time.monotonic() < deadline:
                     time.sleep(0.01)
-                if [build.status for build in child.index_builds] == ["built"] * len(sealed):
+                statuses = {build.log: build.status for build in child.index_builds}
+                if all(statuses.get(log) == "built" for log in sealed) and set(statuses.values()) <= {
+                    "built",
+                    "unchanged",
+                }:
                     code = 0
         finally:
             os._exit(code)
@@ -1251,7 +1257,8 @@ def test_a_forked_child_writer_and_its_parent_index_the_segments_each_seals(tmp_
     assert _wait_for_child(pid) == 0
     _wait_for_builds(parent, 5)
     parent.close()
-    assert {build.status for build in parent.index_builds} == {"built"}
+    # "unchanged": the child's open queued one the parent had sealed, and built it first.
+    assert {build.status for build in parent.index_builds} <= {"built", "unchanged"}
     assert _indexes(directory) == _segments(directory)[:-1]
     _assert_exact_indexes(directory)
     _assert_reads_as_without_indexes(directory, tmp_path / "bare")
