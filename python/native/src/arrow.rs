@@ -12,7 +12,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::{masked_crc32c, whole_record, RecordHeader, FRAME_DATA, HEADER_CRC_END, NO_ASQN, RECORD_HEADER_SIZE};
+use crate::{plain_record, NO_ASQN, RECORD_HEADER_SIZE};
 
 /// Where the verified records lie in the chunk: record start and payload range, one per record.
 struct Run {
@@ -33,27 +33,13 @@ fn verify(window: &[u8], next_index: u64, last_asqn: i64, stop: usize) -> Run {
     let mut previous_asqn = last_asqn;
     let mut pos = 0usize;
     while pos < stop {
-        let Some(rest) = window.get(pos..) else { break };
-        let (Some(header), Some(wanted)) = (RecordHeader::parse(rest), expected) else {
+        let (Some(rest), Some(wanted)) = (window.get(pos..), expected) else { break };
+        let Some((header, record)) = plain_record(rest, wanted, previous_asqn) else {
             break;
         };
-        let Some(record) = whole_record(rest, header.length) else {
+        let Some(payload) = record.get(RECORD_HEADER_SIZE..) else {
             break;
         };
-        if header.frame != FRAME_DATA
-            || header.flags != 0
-            || header.reserved != 0
-            || header.index != wanted
-            || (header.asqn != NO_ASQN && (header.asqn < NO_ASQN || header.asqn <= previous_asqn))
-        {
-            break;
-        }
-        let (Some(covered), Some(payload)) = (record.get(..HEADER_CRC_END), record.get(RECORD_HEADER_SIZE..)) else {
-            break;
-        };
-        if masked_crc32c(covered) != header.header_crc || masked_crc32c(payload) != header.payload_crc {
-            break;
-        }
         // Arrow's binary offsets are int32: a run ends before a payload that would pass them.
         let Some(total) = run
             .payload_bytes

@@ -98,6 +98,22 @@ fn whole_record(rest: &[u8], length: u32) -> Option<&[u8]> {
     rest.get(..usize::try_from(length).ok()?.checked_add(LENGTH_FIELD_SIZE)?)
 }
 
+/// The record at the start of `rest` when it is whole in it and a valid data record: steps 1 to 8 of spec
+/// 4.3.1 with frame 1, index `expected` and an asqn above `last_asqn`. Its header and its bytes. The one
+/// compiled check of a plain record, for Spark's runs (`arrow`) and the shared batch's tail walk (`shared`).
+fn plain_record(rest: &[u8], expected: u64, last_asqn: i64) -> Option<(RecordHeader, &[u8])> {
+    let header = RecordHeader::parse(rest)?;
+    let record = whole_record(rest, header.length)?;
+    let in_order = header.asqn == NO_ASQN || (header.asqn >= 0 && header.asqn > last_asqn);
+    let plain = header.frame == FRAME_DATA && header.flags == 0 && header.reserved == 0;
+    if !plain || header.index != expected || !in_order {
+        return None;
+    }
+    let (covered, payload) = (record.get(..HEADER_CRC_END)?, record.get(RECORD_HEADER_SIZE..)?);
+    let intact = masked_crc32c(covered) == header.header_crc && masked_crc32c(payload) == header.payload_crc;
+    intact.then_some((header, record))
+}
+
 /// What `walk_lengths` found: per record its start and two raw CRC32Cs, as native-endian bytes.
 struct LengthWalk {
     starts: Vec<u8>,

@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::buffer::{encode_mirror, encode_record, encode_slot, MIRROR_OFFSET, SLOT_CRC_COVERS, SLOT_OFFSETS};
-use crate::{masked_crc32c, RecordHeader, FRAME_DATA, HEADER_CRC_END, MIN_RECORD_LENGTH, NO_ASQN, RECORD_HEADER_SIZE};
+use crate::{masked_crc32c, plain_record, RecordHeader, NO_ASQN, RECORD_HEADER_SIZE};
 
 const HEADER_SIZE: usize = 256;
 const SLOT_SIZE: usize = 48;
@@ -128,9 +128,7 @@ fn walk_tail<T: Tail>(tail: &mut T, from: TailEnd, size: u64, zero_probe: bool) 
         let Some(header) = RecordHeader::parse(window) else {
             return Ok(None); // fewer than 40 bytes: a torn record
         };
-        let header_ok = window.get(..HEADER_CRC_END).is_some_and(|covered| masked_crc32c(covered) == header.header_crc);
-        let plain = header.frame == FRAME_DATA && header.flags == 0 && header.reserved == 0;
-        if !header_ok || !plain || header.length < MIN_RECORD_LENGTH || header.length > MAX_TAIL_RECORD {
+        if header.length > MAX_TAIL_RECORD {
             return Ok(None);
         }
         let whole = usize::try_from(header.length).ok().and_then(|length| length.checked_add(4));
@@ -139,13 +137,9 @@ fn walk_tail<T: Tail>(tail: &mut T, from: TailEnd, size: u64, zero_probe: bool) 
             return Ok(None);
         };
         let record = tail.bytes(at.offset, whole)?;
-        let payload_ok = record
-            .get(RECORD_HEADER_SIZE..whole)
-            .is_some_and(|payload| masked_crc32c(payload) == header.payload_crc);
-        let asqn_ok = header.asqn == NO_ASQN || (header.asqn >= 0 && header.asqn > at.last_asqn);
-        if !payload_ok || header.index != at.next_index || !asqn_ok {
+        let Some((header, _)) = plain_record(record, at.next_index, at.last_asqn) else {
             return Ok(None);
-        }
+        };
         let Some(next_index) = at.next_index.checked_add(1) else { return Ok(None) };
         at = TailEnd {
             offset: end,
