@@ -241,3 +241,25 @@ shared_batches = st.lists(
     ),
     max_size=12,
 )
+
+# The two commit slots of a header (test_native.py), each: never written, random bytes, or a slot with a valid
+# checksum whose fields lie in and out of range, written at its own place or at the other one's (None or the place
+# 0/1 it was encoded for). Generations are close together so that equal, adjacent and swapped ones come up.
+_slot_fields = st.tuples(
+    st.one_of(st.integers(min_value=0, max_value=4), st.just(2**64 - 1)),
+    st.one_of(st.integers(min_value=250, max_value=260), st.integers(min_value=0, max_value=2**64 - 1)),
+    st.one_of(st.integers(min_value=5, max_value=9), st.integers(min_value=0, max_value=2**64 - 1)),
+    st.one_of(st.integers(min_value=-3, max_value=3), st.integers(min_value=-(2**63), max_value=2**63 - 1)),
+    timestamps,
+    st.one_of(st.sampled_from([0, 3, 4, 5]), st.integers(min_value=0, max_value=2**32 - 1)),
+)
+commit_slot_pairs = st.tuples(
+    *(
+        st.one_of(
+            st.none(),
+            st.binary(min_size=48, max_size=48),
+            st.tuples(_slot_fields, st.booleans()),
+        )
+        for _ in range(2)
+    )
+)

@@ -23,14 +23,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import RECORD_DAMAGES, log_records, log_tails, record_damages, timestamps
+from strategies import RECORD_DAMAGES, commit_slot_pairs, log_records, log_tails, record_damages, timestamps
 from test_records import reforge
 
 import openbinlog
 from openbinlog import NO_ASQN, BinlogError, Entry, RecordDecoder, TailStop, _accel, encode_record
-from openbinlog._format import RECORD_HEADER, RECORD_HEADER_SIZE
+from openbinlog._format import RECORD_HEADER, RECORD_HEADER_SIZE, SLOT_OFFSETS
 from openbinlog._records import BATCH_ENTRIES
-from openbinlog._segment import CommitState
+from openbinlog._segment import CommitState, active_commit, encode_slot
+from openbinlog.errors import BadHeaderError
 from openbinlog.walk import BytesSource, tail_walk
 from openbinlog_spark.walk import RecordRun, _native_run, _pure_run, _walk_lengths
 
@@ -495,3 +496,34 @@ def test_pure_python_variable_chooses_the_decoder(setting: str, decoder: str) ->
     )
     chosen, pure = result.stdout.split()[0], result.stdout.split()[-1]
     assert chosen == decoder and pure == str(decoder == "pure")
+
+
+def _header_with(slots: tuple[object, object]) -> bytes:
+    """A 256-byte header whose commit slots are ``slots`` (strategies.commit_slot_pairs); nothing else is read."""
+    header = bytearray(START)
+    for written, slot in enumerate(slots):
+        if slot is None:
+            continue
+        place = written
+        if isinstance(slot, bytes):
+            raw = slot
+        else:
+            fields, swapped = slot  # type: ignore[misc]
+            _, raw = encode_slot(CommitState(*fields))
+            place = 1 - written if swapped else written
+        header[SLOT_OFFSETS[place] : SLOT_OFFSETS[place] + len(raw)] = raw
+    return bytes(header)
+
+
+@given(commit_slot_pairs)
+def test_the_compiled_shared_batch_takes_the_active_slot_the_reference_takes(slots: tuple[object, object]) -> None:
+    """``shared.rs`` chooses the active slot itself (spec 3.2): it must take the slot ``active_commit`` takes,
+    and decline (None) exactly where the reference finds the header bad."""
+    assert _native is not None
+    header = _header_with(slots)
+    try:
+        commit = active_commit(header, base_index=FIRST, log=LOG)
+        expected: tuple[int, ...] | None = dataclasses.astuple(commit)
+    except BadHeaderError:
+        expected = None
+    assert _native.active_commit(header, FIRST, LOG) == expected

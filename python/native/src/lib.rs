@@ -434,5 +434,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(shared::shared_write, module)?)?;
     module.add_function(wrap_pyfunction!(shared::shared_publish, module)?)?;
     module.add_function(wrap_pyfunction!(shared::tail_end, module)?)?;
+    module.add_function(wrap_pyfunction!(shared::active_commit, module)?)?;
     Ok(())
 }

@@ -552,3 +552,13 @@ pub(crate) fn tail_end(
     let end = walk_tail(&mut Held { data, start: commit_offset }, from, size, zero_probe)?;
     Ok(end.map(|end| (end.offset, end.next_index, end.last_asqn, end.last_timestamp_us)))
 }
+
+/// The slot `shared_write` takes as active in `header` (the segment's first 256 bytes), for the tests
+/// to compare with `_segment.active_commit`: `(generation, commit offset, next index, last asqn, last
+/// timestamp, next log number)`, or None where the batch declines (the reference raises bad_header).
+#[pyfunction]
+pub(crate) fn active_commit(header: &[u8], base_index: u64, log: u32) -> Option<(u64, u64, u64, i64, i64, u32)> {
+    active_slot(header, base_index, log).map(|slot| {
+        (slot.generation, slot.offset, slot.next_index, slot.last_asqn, slot.last_timestamp_us, slot.next_log_number)
+    })
+}
