@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # The compiled accelerator is built by the editable install: an edited crate is rebuilt by it.
 NATIVE_SOURCES := $(wildcard python/native/Cargo.toml python/native/Cargo.lock python/native/src/*.rs)
 
-.PHONY: all venv wheel test lint typecheck unit spark-cluster ksy go-impl fixtures fixtures-check conformance crash-full bench demo clean
+.PHONY: all venv wheel test lint typecheck unit spark-cluster ksy go-impl jvm fixtures fixtures-check conformance crash-full bench demo clean
 
 all: test
 
@@ -44,6 +44,11 @@ go-impl:
 	bash conformance/implementations/go/build.sh
 	cd conformance/implementations/go && go test ./...
 
+# The JVM reader core and Spark data source (spark_udfs/jvm): build/jvm/openbinlog.jar, compiled against the
+# installed pyspark's jars; `spark.jars` takes it.
+jvm: $(STAMP)
+	sh spark_udfs/jvm/build.sh
+
 # Golden fixtures, the conformance manifest and the list of decisions it pins: generated, never edited by hand.
 fixtures: $(STAMP)
 	$(PY) tools/gen_fixtures.py
@@ -54,7 +59,7 @@ fixtures-check: $(STAMP)
 	$(PY) tools/gen_decisions.py --check
 
 # The conformance suite against every registered implementation; reports in build/conformance/.
-conformance: $(STAMP) ksy go-impl
+conformance: $(STAMP) ksy go-impl jvm
 	bash conformance/implementations/kaitai/build.sh
 	$(VENV)/bin/binlog conformance run --impl all --xfail conformance/xfail.txt --out build/conformance
 
@@ -63,20 +68,20 @@ conformance: $(STAMP) ksy go-impl
 crash-full: $(STAMP)
 	$(VENV)/bin/pytest -q python/tests/crash python/tests/conformance/test_decision_mutants.py --full
 
-unit: $(STAMP) ksy go-impl
+unit: $(STAMP) ksy go-impl jvm
 	$(VENV)/bin/pytest -q
 
 # The Spark tests on a standalone cluster, a master and two workers on 127.0.0.1 from the installed pyspark:
 # tools/spark_cluster.py starts it, runs the tests with OPENBINLOG_SPARK_MASTER set to its URL, and stops exactly
 # the processes it started, whatever the tests do (about a minute and a half).
-spark-cluster: $(STAMP)
+spark-cluster: $(STAMP) jvm
 	$(PY) tools/spark_cluster.py run -- $(VENV)/bin/pytest -q python/tests/spark_cluster
 
 test: lint typecheck fixtures-check conformance unit spark-cluster
 
 # The performance bars of design brief section 10, as ratios against baselines run side by side
 # (a few minutes; tools/bench/bench --full adds 1 GB and 2 GB logs).
-bench: $(STAMP)
+bench: $(STAMP) jvm
 	$(PY) tools/bench/bench.py
 
 demo: $(STAMP)

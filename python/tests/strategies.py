@@ -263,3 +263,32 @@ commit_slot_pairs = st.tuples(
         for _ in range(2)
     )
 )
+
+# Logs the Java reader core is compared on with the reference (test_java_reader.py): each item a cutover (None)
+# or a record, as its payload and its asqn step (None: no asqn; n: n above the last asqn).
+java_log_items = st.lists(
+    st.one_of(st.none(), st.tuples(small_payloads, st.one_of(st.none(), st.integers(min_value=1, max_value=3)))),
+    max_size=16,
+)
+# Damage done to such a log after writing it, at most three, each (kind, where, value): ``where`` picks the segment
+# or the record, ``value`` the byte, the length or the forged number. Forged fields get a valid header checksum, so
+# that they reach the record checks behind it.
+JAVA_LOG_DAMAGES = (
+    "flip",  # one bit of a segment file, header included
+    "truncate",  # a segment file cut short
+    "zero",  # a range of zero bytes
+    "index",  # a record's index
+    "asqn",  # a record's asqn, often stale
+    "length",  # a record's length field
+    "frame",  # a record's frame
+    "remove",  # a whole segment file
+    "append",  # bytes after a segment's end
+)
+java_log_damages = st.lists(
+    st.tuples(
+        st.sampled_from(JAVA_LOG_DAMAGES),
+        st.integers(min_value=0, max_value=2**32 - 1),
+        st.integers(min_value=0, max_value=2**32 - 1),
+    ),
+    max_size=3,
+)

@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,9 @@ else:
     from pyspark.sql import SparkSession
 
     import openbinlog_spark
+
+# The JVM source (spark_udfs/jvm), built by `make jvm` before the tests run.
+JVM_JAR = Path(__file__).resolve().parents[3] / "build" / "jvm" / "openbinlog.jar"
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +39,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.jars", str(JVM_JAR))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -67,6 +67,8 @@ MASTERS = ("local[1]", "local[2]")
 DRIVER_MEMORY = "3g"  # every session's heap (local mode: the driver is the executor)
 FIRST_MASTER = "local[2]"  # R5: the machine's every core, as local[*] gives it
 BINLOG, PREBUILT = "binlog", "prebuilt"  # PREBUILT: the log's first batch sent again and again (R3.ceiling)
+JVM = "binlog-jvm"  # the JVM source (spark_udfs/jvm), the same reading in Spark's own process
+JVM_JAR = Path(__file__).resolve().parents[3] / "build" / "jvm" / "openbinlog.jar"
 EMPTY = "empty"  # a Python data source that returns no rows: the first query's floor (R5.floor)
 PARQUET, JSON_LINES, BINARY_FILE = "parquet", "json", "binaryFile"
 PEERS = (PARQUET, JSON_LINES, BINARY_FILE)
@@ -92,6 +94,8 @@ def spark_unavailable() -> str | None:
         return "no Java runtime on PATH"
     if importlib.util.find_spec("openbinlog_spark") is None:
         return "the openbinlog_spark package is not importable"
+    if not JVM_JAR.is_file():
+        return f"the JVM source is not built ({JVM_JAR.name}: make jvm)"
     return None
 
 
@@ -218,6 +222,7 @@ def _session(master: str) -> SparkSession:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.jars", str(JVM_JAR))
         # binaryFile holds a whole segment (64 MiB) per row, several times over while it turns rows into Arrow
         # batches: two such tasks outgrow the default heap of 1 GiB on the 1 GB logs.
         .config("spark.driver.memory", DRIVER_MEMORY)
@@ -270,6 +275,8 @@ def _frame(session: SparkSession, kind: str, path: str, peers: dict[str, str], r
     if kind == BINLOG:
         openbinlog_spark.register(session)
         return session.read.format("binlog").load(path)
+    if kind == JVM:
+        return session.read.format(JVM).load(path)
     if kind == PREBUILT:
         session.dataSource.register(PrebuiltBatches)
         return session.read.format(PrebuiltBatches.name()).option("records", records).load(path)
@@ -302,7 +309,7 @@ def _scans(arguments: dict[str, Any]) -> list[tuple[str, str]]:
     """(kind, path) of every scan a worker makes: ``binlog`` and pre-built on every log, the peers on theirs."""
     scans = []
     for path in arguments["logs"]:
-        scans += [(BINLOG, path), (PREBUILT, path)]
+        scans += [(BINLOG, path), (JVM, path), (PREBUILT, path)]
         scans += [(peer, path) for peer in PEERS if path in arguments["peers"]]
     return scans
 
@@ -431,7 +438,7 @@ def first_queries(logs: list[BuiltLog], peers: dict[str, dict[str, str]], repeat
         for number, log in enumerate(logs):
             path = str(log.path)
             # The empty source reads no log: once per repeat, beside the first log's queries.
-            kinds = (BINLOG, *PEERS, EMPTY) if number == 0 else (BINLOG, *PEERS)
+            kinds = (BINLOG, JVM, *PEERS, EMPTY) if number == 0 else (BINLOG, JVM, *PEERS)
             for step in range(len(kinds)):
                 kind = kinds[(turn + step) % len(kinds)]
                 answer = run_worker(
@@ -447,7 +454,7 @@ def first_queries(logs: list[BuiltLog], peers: dict[str, dict[str, str]], repeat
     return seconds
 
 
-def _rows_for(log: BuiltLog) -> tuple[Row, Row, Row]:
+def _rows_for(log: BuiltLog) -> tuple[Row, Row, Row, Row]:
     where: dict[str, Any] = dict(record_size=log.record_size, log_size=log.log_size)
     ceiling = Row("R3.ceiling", "Spark records/s, local[1], pre-built batches", "records/s", **where)
     ceiling.versus = "Reader, one process"
@@ -456,6 +463,7 @@ def _rows_for(log: BuiltLog) -> tuple[Row, Row, Row]:
         Row("R2", "Spark records/s, local[2]", "records/s", **where, versus="local[1]"),
         Row("R3", "Spark records/s per core (local[1])", "records/s", **where, versus="Reader, one process"),
         ceiling,
+        Row("R2.jvm", "Spark records/s, JVM source, local[2]", "records/s", **where, versus="local[1]"),
     )
 
 
@@ -475,6 +483,17 @@ def _peer_rows(log: BuiltLog) -> list[Row]:
                     versus=f"{PEER_NAMES[peer]}, {master}",
                 )
             )
+    for master in MASTERS:
+        suffix = "" if master == "local[1]" else ".local2"
+        rows.append(
+            Row(
+                f"R4.jvm{suffix}",
+                f"Spark records/s, JVM source, {master}",
+                "records/s",
+                **where,
+                versus=f"{PEER_NAMES[PARQUET]}, {master}",
+            )
+        )
     parquet = PEER_NAMES[PARQUET]
     ceiling = Row("R4.ceiling", "Spark records/s, local[1], pre-built batches", "records/s", **where)
     ceiling.versus = f"{parquet}, local[1]"
@@ -489,6 +508,8 @@ def _peer_rows(log: BuiltLog) -> list[Row]:
                 versus=PEER_NAMES[peer],
             )
         )
+    rows.append(Row("R5.jvm", f"first query of a fresh session, {FIRST_MASTER}, JVM source", "s", **where))
+    rows[-1].versus = PEER_NAMES[PARQUET]
     floor = Row("R5.floor", f"first query of a fresh session, {FIRST_MASTER}, empty Python source", "s", **where)
     floor.versus = parquet
     rows.append(floor)
@@ -532,6 +553,8 @@ def _judged_peer_rows(
                 row.note = f"{PEER_NOTE}; {binding}; {DECODER} walk"
         first = by_id[f"R5{PEER_IDS[peer]}"]
         key = scan_key(peer, path)
+        if peer == PARQUET:
+            _judge_jvm(by_id, rates, seconds, path, key)
         if key not in seconds:
             not_run(first, f"first queries are timed on the {first_size} logs only")
             if peer == PARQUET:
@@ -553,6 +576,28 @@ def _judged_peer_rows(
                 f"{len(first.runs)} ({median(first.runs):.1f} s against {median(first.baseline_runs):.1f} s)"
             )
     return rows
+
+
+def _judge_jvm(
+    by_id: dict[str, Row],
+    rates: dict[str, dict[str, list[float]]],
+    seconds: dict[str, list[float]],
+    path: str,
+    parquet: str,
+) -> None:
+    """R4.jvm and R5.jvm: the JVM source against Parquet, with the bars of R4 and R5."""
+    for master in MASTERS:
+        row = by_id["R4.jvm" + ("" if master == "local[1]" else ".local2")]
+        compared(row, rates[master][scan_key(JVM, path)], rates[master][parquet], bar=1.0)
+        row.note = "the same records as R4; the JVM source reads them in Spark's own process, no Python worker"
+    first = by_id["R5.jvm"]
+    if parquet not in seconds:
+        not_run(first, "first queries are timed on the smallest peer logs only")
+        return
+    compared(first, seconds[scan_key(JVM, path)], seconds[parquet])
+    first.bar, first.bar_kind = FIRST_QUERY_BAR, RATIO_AT_MOST
+    first.passed = first.ratio is not None and first.ratio <= FIRST_QUERY_BAR
+    first.note = f"bar: at most {FIRST_QUERY_BAR:g}x Parquet's seconds, timed as R5"
 
 
 def measure_spark(logs: list[BuiltLog], reader_rates: dict[str, float], repeats: int, skip: str | None) -> list[Row]:
@@ -585,7 +630,7 @@ def measure_spark(logs: list[BuiltLog], reader_rates: dict[str, float], repeats:
             shutil.rmtree(log.path.parent / f"peers-{log.path.name}", ignore_errors=True)
     for log in logs:
         path = str(log.path)
-        scaling, per_core, ceiling = _rows_for(log)
+        scaling, per_core, ceiling, jvm_scaling = _rows_for(log)
         # Spark's Python workers inherit this process's environment: they choose the same walk.
         scaling.note = per_core.note = f"{binding}; {DECODER} walk"
         rows.append(
@@ -595,6 +640,12 @@ def measure_spark(logs: list[BuiltLog], reader_rates: dict[str, float], repeats:
         )
         rows.append(compared(per_core, rates["local[1]"][scan_key(BINLOG, path)], [reader_rates[path]], bar=0.5))
         rows.append(compared(ceiling, rates["local[1]"][scan_key(PREBUILT, path)], [reader_rates[path]]))
+        jvm_scaling.note = binding
+        rows.append(
+            compared(
+                jvm_scaling, rates["local[2]"][scan_key(JVM, path)], rates["local[1]"][scan_key(JVM, path)], bar=1.7
+            )
+        )
     for log in with_peers:
         rows.extend(_judged_peer_rows(log, rates, seconds, binding=binding, first_size=size_label(smallest)))
     return rows

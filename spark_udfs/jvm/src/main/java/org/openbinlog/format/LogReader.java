@@ -1,0 +1,89 @@
+package org.openbinlog.format;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A reader of one log: the entry points of the walk (readers §10.2) over one listing of its directory (R-1).
+ * It never writes and never locks (R-2). Strict reads throw {@link BinlogException} at the first damage, after
+ * every record before it went to the sink (R-9); tolerant ones list damage and step over it (readers §10.4).
+ */
+public final class LogReader implements AutoCloseable {
+    private final LogView view;
+
+    public LogReader(Storage storage) throws IOException {
+        this.view = new LogView(storage);
+    }
+
+    /** The segments present, in log order, with what their headers say (-1 where a header fails its checks). */
+    public List<SegmentInfo> segments() throws IOException {
+        List<SegmentInfo> out = new ArrayList<>();
+        for (int n : view.presentSegments()) {
+            SegmentFile f = view.segment(n);
+            if (f == null) {
+                continue; // removed since the listing
+            }
+            Header h;
+            try {
+                h = view.header(n);
+            } catch (BinlogException e) {
+                if (e.errorClass == ErrorClass.IO_ERROR) {
+                    throw e;
+                }
+                out.add(new SegmentInfo(n, f.name, f.size(), -1, -1, false, false));
+                continue;
+            }
+            if (h == null) {
+                continue;
+            }
+            boolean sealed = h.legacy() ? h.closed() : h.active.sealed();
+            boolean finished = h.legacy() ? h.closed() : view.present(n + 1);
+            out.add(new SegmentInfo(n, f.name, f.size(), h.version, h.baseIndex, sealed, finished));
+        }
+        return out;
+    }
+
+    /** READ-LOG: every record from the log's start; the torn tail of the last segment, or null. */
+    public Torn readAll(boolean tolerant, Sink sink) throws IOException {
+        return new Walk(view, tolerant, sink).readLog();
+    }
+
+    /**
+     * SPLIT(log, start, stop), readers §10.5: the records whose offset lies in [start, stop) (a tolerant split
+     * also those up to b(stop)), then the walk on to b(stop) or S. Offsets are unsigned.
+     */
+    public void readSplit(int log, long start, long stop, boolean tolerant, Sink sink) throws IOException {
+        new Walk(view, tolerant, sink).split(log, Offsets.clamp(start), Offsets.clamp(stop));
+    }
+
+    /**
+     * The parts of a parallel read of the whole log, splits of about {@code step} bytes: read each with
+     * {@link #readPart}, in any order and in any process, and together they return what {@link #readAll} returns
+     * (its records, and its damage when tolerant), or one of them raises.
+     */
+    public List<Part> plan(long step) throws IOException {
+        if (step < 1) {
+            throw new IllegalArgumentException("a split holds at least one byte");
+        }
+        return new Walk(view, true, record -> {}).plan(step);
+    }
+
+    /** One part of {@link #plan}'s; the whole log for a part that says so. */
+    public void readPart(Part part, boolean tolerant, Sink sink) throws IOException {
+        if (part.whole()) {
+            readAll(tolerant, sink);
+        } else {
+            new Walk(view, tolerant, sink).part(part);
+        }
+    }
+
+    /** FROM-REF after the ref (log, offset, index), readers §10.6; log, offset and index unsigned. */
+    public Torn readAfter(int log, long offset, long index, Sink sink) throws IOException {
+        return new Walk(view, false, sink).fromRef(log, Offsets.clamp(offset), index);
+    }
+
+    /** Holds no resource: every read opens and closes what it reads (see {@link LocalStorage}). */
+    @Override
+    public void close() {}
+}

@@ -1,0 +1,152 @@
+package org.openbinlog.format;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.zip.CRC32C;
+
+/**
+ * One open segment file: its size {@code F} and positioned reads through a reused window, so that a record
+ * costs no allocation but its payload's copy. Every failed or short read is {@code io_error} (R-20): callers
+ * bound what they read by {@code F}, so a short read means the file changed, never that it is truncated.
+ */
+final class SegmentFile {
+    static final int WINDOW = 1 << 18;
+    /** Reads of the commit slots while neither is valid. */
+    private static final int SETTLE_READS = 8;
+
+    final Storage storage;
+    final String name;
+    final int log;
+    private long size;
+    private final byte[] window = new byte[WINDOW];
+    private long windowAt;
+    private int windowLength;
+    private final CRC32C crc = new CRC32C();
+
+    SegmentFile(Storage storage, String name, int log, long size) {
+        this.storage = storage;
+        this.name = name;
+        this.log = log;
+        this.size = size;
+    }
+
+    String file() {
+        return storage.describe(name);
+    }
+
+    long size() {
+        return size;
+    }
+
+    /** The size again; the window is dropped, since bytes beyond an old commit point may have been written. */
+    void stat() throws BinlogException {
+        try {
+            size = storage.size(name);
+        } catch (IOException e) {
+            throw ioError(null, e);
+        }
+        windowLength = 0;
+    }
+
+    /** The window holding {@code [pos, pos + n)}, n at most the window's size, refilled when it does not. */
+    byte[] window(long pos, int n) throws BinlogException {
+        if (pos < windowAt || pos + n > windowAt + windowLength) {
+            int want = (int) Math.min(WINDOW, size - pos);
+            windowAt = pos;
+            windowLength = 0;
+            readFully(pos, window, 0, Math.max(want, n));
+            windowLength = Math.max(want, n);
+        }
+        return window;
+    }
+
+    /** Where {@code pos} lies in the array {@link #window} returned. */
+    int at(long pos) {
+        return (int) (pos - windowAt);
+    }
+
+    /** The masked CRC32C of {@code len} bytes of {@code b}, with this file's reused CRC. */
+    int masked(byte[] b, int off, int len) {
+        crc.reset();
+        crc.update(b, off, len);
+        return Checksums.mask((int) crc.getValue());
+    }
+
+    /** The masked CRC32C of {@code n} bytes at {@code pos}, read a window at a time. */
+    int maskedCrc(long pos, long n) throws BinlogException {
+        crc.reset();
+        while (n > 0) {
+            int piece = (int) Math.min(n, WINDOW);
+            byte[] b = window(pos, piece);
+            crc.update(b, at(pos), piece);
+            pos += piece;
+            n -= piece;
+        }
+        return Checksums.mask((int) crc.getValue());
+    }
+
+    /** A copy of {@code n} bytes at {@code pos}; {@code pos + n} lies within the file. */
+    byte[] copy(long pos, int n) throws BinlogException {
+        if (n <= WINDOW) {
+            byte[] b = window(pos, n);
+            return Arrays.copyOfRange(b, at(pos), at(pos) + n);
+        }
+        byte[] out = new byte[n];
+        readFully(pos, out, 0, n);
+        return out;
+    }
+
+    /** The header's bytes from the file (never the window), read again by R-46 while neither slot is valid. */
+    byte[] head() throws BinlogException {
+        int n = (int) Math.min(Header.SIZE, size);
+        byte[] b = new byte[n];
+        readFully(0, b, 0, n);
+        for (int reads = 1; reads < SETTLE_READS && Header.slotsToSettle(b, n); reads++) {
+            byte[] again = new byte[n];
+            readFully(0, again, 0, n);
+            boolean same = Arrays.equals(b, again);
+            b = again;
+            if (same) {
+                break;
+            }
+        }
+        return b;
+    }
+
+    /** The offset of the first non-zero byte at or after {@code from}, or the size when there is none. */
+    long firstNonZero(long from) throws BinlogException {
+        for (long pos = from; pos < size; ) {
+            int n = (int) Math.min(WINDOW, size - pos);
+            byte[] b = window(pos, n);
+            int base = at(pos);
+            for (int i = 0; i < n; i++) {
+                if (b[base + i] != 0) {
+                    return pos + i;
+                }
+            }
+            pos += n;
+        }
+        return size;
+    }
+
+    private void readFully(long pos, byte[] b, int off, int n) throws BinlogException {
+        int done = 0;
+        try {
+            while (done < n) {
+                int got = storage.read(name, pos + done, b, off + done, n - done);
+                if (got < 0) {
+                    throw ioError(pos, new IOException("the file ended at " + (pos + done) + ", before its size"));
+                }
+                done += got;
+            }
+        } catch (BinlogException e) {
+            throw e;
+        } catch (IOException e) {
+            throw ioError(pos, e);
+        }
+    }
+
+    BinlogException ioError(Long offset, IOException cause) {
+        return new BinlogException(ErrorClass.IO_ERROR, file(), log, offset, null, cause.getMessage(), cause);
+    }
+}
