@@ -160,6 +160,10 @@ index_forgeries = st.tuples(
     ),
 )
 
+# Entries of an index over a log of logs (test_java_index.py), each moved onto the record embedded in the payload of
+# the record it names: same index and time, valid CRCs; only the landing walk of the entry check refuses them.
+index_embedded_moves = st.lists(st.integers(min_value=0, max_value=2**16), min_size=1, max_size=5)
+
 # What a process-mode buffer is asked to do (test_record_buffer.py): appends (a payload or a value
 # that is no plain payload, an asqn or a value that is no plain asqn, a clock reading) and takes.
 _odd_values = st.sampled_from([True, 2**63, -2, 1.5, "text", None])
@@ -283,6 +287,7 @@ JAVA_LOG_DAMAGES = (
     "frame",  # a record's frame
     "remove",  # a whole segment file
     "append",  # bytes after a segment's end
+    "slot_asqn",  # the last_asqn of a segment's active slot, over- or understated, its checksum made valid again
 )
 java_log_damages = st.lists(
     st.tuples(

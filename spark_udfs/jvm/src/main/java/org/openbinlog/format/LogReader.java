@@ -63,10 +63,28 @@ public final class LogReader implements AutoCloseable {
      * (its records, and its damage when tolerant), or one of them raises.
      */
     public List<Part> plan(long step) throws IOException {
+        return plan(step, Bounds.ALL);
+    }
+
+    /**
+     * {@link #plan(long)} for the rows within {@code bounds} only: segments none of whose rows can be within them
+     * are left out, and a finished segment with a usable sparse index is read only between the checked entries
+     * around its rows within them (index §18.5). Its parts return every record within the bounds that
+     * {@link #readAll} returns, and others near them, which the caller filters out. Such a plan is a seek, not a
+     * verification: damage in what it leaves out is not reported (index §18.5, "What an index changes"). With
+     * or without bounds, a segment with a usable index is cut only at checked entries, where a payload that
+     * holds valid records cannot make a false boundary (SPLIT with an index).
+     */
+    public List<Part> plan(long step, Bounds bounds) throws IOException {
         if (step < 1) {
             throw new IllegalArgumentException("a split holds at least one byte");
         }
-        return new Walk(view, true, record -> {}).plan(step);
+        return new Walk(view, true, record -> {}).plan(step, bounds);
+    }
+
+    /** The cut points of planned splits of segment {@code log} into at most {@code parts} (conformance §3.2). */
+    List<Long> cuts(int log, int parts) throws IOException {
+        return new Walk(view, false, record -> {}).cuts(log, Math.max(parts, 1));
     }
 
     /** One part of {@link #plan}'s; the whole log for a part that says so. */

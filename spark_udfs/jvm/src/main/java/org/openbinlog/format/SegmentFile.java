@@ -21,6 +21,7 @@ final class SegmentFile {
     private final byte[] window = new byte[WINDOW];
     private long windowAt;
     private int windowLength;
+    private long limit = Long.MAX_VALUE;
     private final CRC32C crc = new CRC32C();
 
     SegmentFile(Storage storage, String name, int log, long size) {
@@ -48,10 +49,18 @@ final class SegmentFile {
         windowLength = 0;
     }
 
+    /**
+     * Where the walk of one part stops needing bytes: a refill of the window reads beyond it only as far as a
+     * request needs, so that a part reads about its own bytes. {@code Long.MAX_VALUE}: the file's end.
+     */
+    void limit(long end) {
+        limit = end;
+    }
+
     /** The window holding {@code [pos, pos + n)}, n at most the window's size, refilled when it does not. */
     byte[] window(long pos, int n) throws BinlogException {
         if (pos < windowAt || pos + n > windowAt + windowLength) {
-            int want = (int) Math.min(WINDOW, size - pos);
+            int want = (int) Math.max(0, Math.min(WINDOW, Math.min(size, limit) - pos));
             windowAt = pos;
             windowLength = 0;
             readFully(pos, window, 0, Math.max(want, n));

@@ -15,7 +15,8 @@ import java.util.HexFormat;
 
 /**
  * The conformance testee of this reader: the JSON-lines session of spec/conformance.md §3.4, reader role
- * only ({@code hello}, {@code read} from the start, after a ref, tolerant, one split; {@code bye}).
+ * only ({@code hello}, {@code read} from the start, after a ref, tolerant, one split, planned splits;
+ * {@code bye}).
  */
 public final class Testee {
     private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
@@ -60,7 +61,8 @@ public final class Testee {
         ObjectNode reply = JSON.objectNode().put("ok", true).put("name", "openbinlog-java").put("version", "0.1.0")
                 .put("spec_version", "2.1");
         reply.putArray("roles").add("reader");
-        reply.putArray("capabilities").add("legacy_v1").add("refs").add("tolerant").add("split");
+        reply.putArray("capabilities").add("legacy_v1").add("refs").add("tolerant").add("split")
+                .add("split_plan");
         // Format §14: a full reader finds the end of a finished, unsealed segment by the tail walk of §8.4.
         reply.putObject("choices").put("finished_segment_end", "tail_walk");
         return reply;
@@ -80,17 +82,25 @@ public final class Testee {
 
     /**
      * A read request combines at most one way of starting; any other combination is unsupported. Beyond the
-     * protocol, a split may be tolerant (readers §10.5 "Tolerant splits"): the answer then has {@code damage}.
+     * protocol, a split may be tolerant (readers §10.5 "Tolerant splits"): the answer then has {@code damage};
+     * and {@code plan_bytes} reads the whole log, strict or tolerant, as the Spark source does: the parts of
+     * {@link LogReader#plan} with splits of that many bytes, one after another (the answer has no torn tail);
+     * with {@code bounds}, the parts of {@link LogReader#plan(long, Bounds)} ({@link PlannedRead}).
      */
     private static ObjectNode read(JsonNode request) {
+        if (given(request, "parts") || given(request, "bounds")) {
+            ObjectNode planned = PlannedRead.read(request); // planned splits, or a read narrowed by bounds
+            return planned == null ? unsupported() : planned;
+        }
         int ways = given(request, "tolerant") ? 1 : 0;
         for (String member : new String[] {"after", "after_binary", "log"}) {
             ways += given(request, member) ? 1 : 0;
         }
-        if (given(request, "tolerant") && given(request, "log")) {
-            ways--; // a tolerant split
+        if (given(request, "tolerant") && (given(request, "log") || given(request, "plan_bytes"))) {
+            ways--; // a tolerant split, or a tolerant read in parts
         }
-        for (String member : new String[] {"at", "from_index", "since_us", "parts"}) {
+        ways += given(request, "plan_bytes") ? 1 : 0;
+        for (String member : new String[] {"at", "from_index", "since_us"}) {
             if (given(request, member)) {
                 return unsupported();
             }
@@ -116,7 +126,11 @@ public final class Testee {
         Torn torn = null;
         JsonNode error = null;
         try (LogReader reader = new LogReader(new LocalStorage(Paths.get(request.path("path").asText())))) {
-            if (given(request, "log")) {
+            if (given(request, "plan_bytes")) {
+                for (Part part : reader.plan(request.get("plan_bytes").asLong())) {
+                    reader.readPart(part, tolerant, sink);
+                }
+            } else if (given(request, "log")) {
                 reader.readSplit(request.get("log").asInt(), Long.parseUnsignedLong(request.get("start").asText()),
                         Long.parseUnsignedLong(request.get("stop").asText()), tolerant, sink);
             } else if (given(request, "after") || given(request, "after_binary")) {
@@ -156,7 +170,7 @@ public final class Testee {
         }
     }
 
-    private static ObjectNode recordJson(Record r) {
+    static ObjectNode recordJson(Record r) {
         ObjectNode o = JSON.objectNode().put("log", Integer.toUnsignedLong(r.log()))
                 .put("offset", Long.toUnsignedString(r.offset())).put("index", Long.toUnsignedString(r.index()))
                 .put("asqn", Long.toString(r.asqn()));
@@ -168,7 +182,7 @@ public final class Testee {
         return o.put("payload", HEX.formatHex(r.payload())).put("checked", r.checked());
     }
 
-    private static ObjectNode damageJson(Damage d) {
+    static ObjectNode damageJson(Damage d) {
         ObjectNode o = error(d.errorClass().specName(), d.log(), d.offset() < 0 ? null : d.offset(), d.index());
         o.put("bytes_skipped", Long.toUnsignedString(d.bytesSkipped()));
         if (d.resumeIndex() == null) {
@@ -179,7 +193,7 @@ public final class Testee {
         return o;
     }
 
-    private static ObjectNode error(String errorClass, Integer log, Long offset, Long index) {
+    static ObjectNode error(String errorClass, Integer log, Long offset, Long index) {
         ObjectNode o = JSON.objectNode().put("class", errorClass);
         if (log == null) {
             o.putNull("log");

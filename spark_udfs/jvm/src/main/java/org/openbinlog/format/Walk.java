@@ -4,8 +4,9 @@ package org.openbinlog.format;
  * The walk of readers §10.2, stated once: its procedures READ-LOG, OPEN (in {@link LogView}), WALK, END,
  * RECORD, DAMAGE, RESYNC, WALK-V1, NEXT, BROKEN, FROM-REF and SPLIT, each a method of that name. The rules
  * they call live where the spec states them: the header checks in {@link Header}, the record checks in
- * {@link RecordCheck}, the resynchronisation conditions and the boundary search in {@link Search}.
- * A walk is used for one read.
+ * {@link RecordCheck}, the resynchronisation conditions and the boundary search in {@link Search}; the
+ * landing of the entry check of a sparse index (index §18.5, {@link CheckedEntries}) is a walk too. A walk is
+ * used for one read.
  */
 final class Walk {
     /** How the walk of one segment ended. */
@@ -32,9 +33,11 @@ final class Walk {
     private long s;
     private long endIndex;
     private long endAsqn; // the A a walk without damage has at S: what PLAN carries into the next segment
-    // A PART's first part: the segment READ-LOG walks before it (0: none, or A is settled) and the A carried into it.
-    private int carriedFrom;
-    private long fromCarried;
+    private long endTimestamp; // the last_timestamp_us at S: what PLAN prunes by (W-9)
+    // A PART's first part: A was carried from the segment before, not yet settled by an asqn of this segment.
+    private boolean carriedUnsettled;
+    // A PART of a segment whose END raises: END is made at C, as READ-LOG makes it, not at the start.
+    private boolean endAtC;
     // E and A, carried over every segment.
     private long e;
     private long a;
@@ -138,6 +141,19 @@ final class Walk {
      * or by the first part); a log with a version 1 segment is one part, read by READ-LOG itself.
      */
     java.util.List<Part> plan(long step) throws java.io.IOException {
+        return plan(step, Bounds.ALL);
+    }
+
+    /**
+     * PLAN narrowed to the rows {@code bounds} lets through. A segment whose rows cannot match is left out, judged
+     * by its header and END as the Spark planner judges it (indexes base_index .. I_S - 1; timestamps, by W-9,
+     * from the last_timestamp_us of its predecessor, when that is N - 1, to its own at S); and a segment with a
+     * usable index is read only from the checked entry at or before its first row that can match to the checked
+     * entry after its last ({@link #planSegment}). Either way a part at S makes NEXT's checks. Such a plan is a
+     * seek, not a verification (index §18.5, "What an index changes"): damage in what it leaves out is not
+     * reported; within what it reads, records and damage are READ-LOG's.
+     */
+    java.util.List<Part> plan(long step, Bounds bounds) throws java.io.IOException {
         java.util.List<Part> parts = new java.util.ArrayList<>();
         int lowest = view.lowest();
         if (lowest < 0) {
@@ -147,7 +163,7 @@ final class Walk {
         try {
             first = view.header(lowest);
         } catch (BinlogException e) {
-            return java.util.List.of(new Part(lowest, 0, Part.TO_END, -1, 0, -1)); // raised by its only part
+            return java.util.List.of(new Part(lowest, 0, Part.TO_END, -1, false)); // raised by its only part
         }
         if (first == null || first.legacy() || view.presentSegments().stream().anyMatch(this::legacy)) {
             return java.util.List.of(Part.wholeLog());
@@ -155,21 +171,27 @@ final class Walk {
         e = first.baseIndex;
         a = -1;
         enter(lowest, first);
-        int from = 0;
-        long fromCarried = -1;
+        int before = 0; // the segment PLAN left before N, with its last_timestamp_us
+        long beforeUs = Long.MIN_VALUE;
         while (true) {
-            end();
-            long carried = a;
-            long readable = Math.min(f.size(), s);
-            for (long start = 0; ; start += step) {
-                boolean last = readable - start <= step;
-                parts.add(new Part(n, start, last ? Part.TO_END : start + step, carried, from, fromCarried));
-                if (last) {
-                    break;
-                }
+            boolean endRaises = false;
+            try {
+                end();
+            } catch (BinlogException error) {
+                endRaises = true; // its parts read up to C, where READ-LOG raises it
+                s = c;
             }
-            from = n;
-            fromCarried = carried;
+            long since = before == n - 1 ? beforeUs : Long.MIN_VALUE;
+            if (endRaises || bounds.mayHold(h.baseIndex, endIndex, since, endTimestamp)) {
+                planSegment(parts, step, bounds, a, endRaises);
+            } else {
+                atEnd(parts); // the chain after it is checked all the same, as the Spark planner does
+            }
+            before = n;
+            beforeUs = slot.lastTimestampUs();
+            if (endRaises) {
+                return parts;
+            }
             e = endIndex;
             a = endAsqn;
             try {
@@ -180,6 +202,174 @@ final class Walk {
                 return parts; // the part that ends at S raises it
             }
         }
+    }
+
+    /**
+     * The parts of segment N, entered, with its END made and A {@code carried} into it: splits of about
+     * {@code step} bytes from the first record, [0, c1), [c1, c2), ..., [cm, S]. A finished segment whose index
+     * passes the index check (index §18.5) is cut only at checked entries, each cut moved to the checked entry
+     * at or before it (SPLIT with an index; a cut with none beyond the cut before is left out), so that a payload
+     * holding valid records cannot make a false boundary. With bounds, its parts cover only [the checked entry
+     * at or before the first row that can match, the checked entry after the last), as SEEK with an index starts
+     * at both ends; the record at the stop entry is not returned, and a part at S makes NEXT's checks.
+     */
+    private void planSegment(java.util.List<Part> parts, long step, Bounds bounds, long carried, boolean endRaises)
+            throws java.io.IOException {
+        CheckedEntries entries = endRaises ? null : checkedEntries();
+        IndexFile.Entry from = entries == null ? null : narrowedStart(entries, bounds);
+        IndexFile.Entry to = entries == null ? null : narrowedStop(entries, bounds);
+        if (to != null && (from == null ? Header.SIZE : from.offset()) >= to.offset()) {
+            from = null; // nothing narrower, or entries out of time order (a log that broke W-9): read it all
+            to = null;
+        }
+        if (from != null && from.offset() == Header.SIZE) {
+            from = null; // the first record: start as READ-LOG enters N
+        }
+        long start = from == null ? 0 : from.offset();
+        long stop = to == null ? Math.min(f.size(), s) : to.offset();
+        java.util.List<Long> wanted = new java.util.ArrayList<>();
+        for (long cut = Math.max(start, Header.SIZE); stop - cut > step; ) {
+            cut += step;
+            wanted.add(cut);
+        }
+        long startIndex = from == null ? Part.NO_ENTRY : from.index();
+        if (entries == null) {
+            for (long cut : wanted) {
+                parts.add(new Part(n, start, cut, carried, endRaises, startIndex, Part.NO_ENTRY));
+                start = cut;
+                startIndex = Part.NO_ENTRY;
+            }
+        } else {
+            for (IndexFile.Entry cut : entries.cuts(wanted, Math.max(start, Header.SIZE), stop)) {
+                parts.add(new Part(n, start, cut.offset(), carried, false, startIndex, cut.index()));
+                start = cut.offset();
+                startIndex = cut.index();
+            }
+        }
+        if (to == null) {
+            parts.add(new Part(n, start, Part.TO_END, carried, endRaises, startIndex, Part.NO_ENTRY));
+        } else {
+            parts.add(new Part(n, start, to.offset(), carried, false, startIndex, to.index()));
+            atEnd(parts);
+        }
+    }
+
+    /**
+     * A part at S of N, with E := I_S: it reads no record and makes NEXT's checks. Without a segment listed
+     * above N, NEXT only ends the log: no part is needed.
+     */
+    private void atEnd(java.util.List<Part> parts) {
+        if (view.listedAbove(n)) {
+            parts.add(new Part(n, s, Part.TO_END, -1, false, endIndex, Part.NO_ENTRY));
+        }
+    }
+
+    /** N's index, when N is finished (index §18.1) and its index passes the index check (index §18.5). */
+    private CheckedEntries checkedEntries() {
+        if (!slot.sealed() && !view.present(n + 1)) {
+            return null;
+        }
+        IndexFile index = IndexFile.open(view.storage, n, h, s, endIndex);
+        return index == null ? null : new CheckedEntries(index, h.baseIndex, s, endIndex, this::lands);
+    }
+
+    /** The checked entry a narrowed read of N starts at: the later of the bounds' (null: N's first record). */
+    private static IndexFile.Entry narrowedStart(CheckedEntries entries, Bounds bounds) {
+        IndexFile.Entry start = null;
+        if (bounds.lowIndexBounded()) {
+            start = entries.atOrBefore(entry -> Long.compareUnsigned(entry.index(), bounds.lowIndex()) <= 0);
+        }
+        if (bounds.lowTimeBounded()) {
+            IndexFile.Entry byTime = entries.atOrBefore(entry -> entry.timestampUs() < bounds.lowUs());
+            start = start == null || (byTime != null && byTime.offset() > start.offset()) ? byTime : start;
+        }
+        return start;
+    }
+
+    /** The checked entry a narrowed read of N stops at: the earlier of the bounds' (null: S). */
+    private static IndexFile.Entry narrowedStop(CheckedEntries entries, Bounds bounds) {
+        IndexFile.Entry stop = null;
+        if (bounds.highIndexBounded()) {
+            stop = entries.after(entry -> Long.compareUnsigned(entry.index(), bounds.highIndex()) <= 0);
+        }
+        if (bounds.highTimeBounded()) {
+            IndexFile.Entry byTime = entries.after(entry -> entry.timestampUs() <= bounds.highUs());
+            stop = stop == null || (byTime != null && byTime.offset() < stop.offset()) ? byTime : stop;
+        }
+        return stop;
+    }
+
+    /**
+     * Step 2 of the entry check (index §18.5), landing: a walk of N in committed mode from the record boundary
+     * {@code from} with E := {@code fromIndex} and A := -1 reaches {@code to.offset()} exactly, with E =
+     * {@code to.index()}, without damage; and the record there passes steps 1 to 8 of format §4.3.1 and carries
+     * the entry's time. WALK's stop at b(t) is the landing: b(t) := the entry, where the walk stops or finds that
+     * it stepped over it. It reports nothing: damage only makes the entry unusable (R-47), and reads no further
+     * than the record at the entry.
+     */
+    private boolean lands(long from, long fromIndex, IndexFile.Entry to) {
+        Walk landing = new Walk(view, false, record -> {});
+        landing.n = n;
+        landing.h = h;
+        landing.f = f;
+        landing.slot = slot;
+        landing.c = c;
+        landing.known = true;
+        landing.s = s;
+        landing.endIndex = endIndex;
+        landing.split = true;
+        landing.t = from; // t at the start: no record is returned
+        landing.bt = to.offset();
+        landing.btIndex = to.index();
+        landing.e = fromIndex;
+        landing.a = -1;
+        f.limit(to.offset() + RecordCheck.HEADER);
+        try {
+            landing.walk(from);
+            RecordCheck at = landing.check;
+            return at.committed(f, to.offset(), to.offset() < c ? c : s, to.index(), landing.a, false) == null
+                    && at.frame == RecordCheck.FRAME_DATA && at.timestampUs == to.timestampUs();
+        } catch (java.io.IOException damage) {
+            return false; // not reported: a read from N's start meets it (an io_error too)
+        } finally {
+            f.limit(Long.MAX_VALUE);
+        }
+    }
+
+    /**
+     * The cut points of planned splits of segment {@code log} into at most {@code parts} splits (conformance
+     * §3.2): 256, then the offsets at the fractions 1/parts, 2/parts, ... of [256, S), each moved to the checked
+     * entry at or before it when the segment has a usable index (SPLIT with an index, index §18.5), or taken as
+     * they are without one. A segment that cannot be split is one split, whose read reports why.
+     */
+    java.util.List<Long> cuts(int log, int parts) throws java.io.IOException {
+        java.util.List<Long> cuts = new java.util.ArrayList<>(java.util.List.of((long) Header.SIZE));
+        if (log == view.blank()) {
+            return cuts;
+        }
+        try {
+            enterSplittable(log);
+            end();
+        } catch (BinlogException unsplittable) {
+            return cuts; // the split read reports it
+        }
+        long span = Math.min(s, f.size()) - Header.SIZE;
+        java.util.List<Long> wanted = new java.util.ArrayList<>();
+        long last = Header.SIZE;
+        for (int k = 1; k < parts; k++) {
+            long cut = Header.SIZE + span / parts * k + span % parts * k / parts;
+            if (cut > last) {
+                wanted.add(cut);
+                last = cut;
+            }
+        }
+        CheckedEntries entries = checkedEntries();
+        if (entries == null) {
+            cuts.addAll(wanted);
+        } else {
+            entries.cuts(wanted, Header.SIZE, s).forEach(entry -> cuts.add(entry.offset()));
+        }
+        return cuts;
     }
 
     private boolean legacy(int log) {
@@ -194,25 +384,34 @@ final class Walk {
     /**
      * PART: one part of PLAN's. The first part of a segment starts where READ-LOG enters it, with E its base
      * index and A carried; a later one starts at b(start) as SPLIT does. A part that ends before the segment
-     * end stops at b(stop) as SPLIT does; the last one walks to S and makes NEXT's checks, reporting what NEXT
-     * reports, without walking into the next segment. Consecutive parts of PLAN therefore return READ-LOG's
+     * end stops at b(stop) as SPLIT does; the one that walks to S (the last, or one with no b(stop)) makes NEXT's
+     * checks, reporting what NEXT reports, without walking into the next segment. Consecutive parts of PLAN therefore return READ-LOG's
      * records and damage, except where the A carried into a segment is not the A READ-LOG has there (damage
      * in the segment before, or a slot whose last asqn its records disagree with). Such an A lies below READ-LOG's
      * unless a slot understates: where the first asqn of the segment fails step 8 after the A carried, the first
-     * part walks the segment before to learn READ-LOG's A ({@link #walkedAsqn}); where it passes after the A
+     * part walks the segment before to learn READ-LOG's A ({@link #enteringAsqn}); where it passes after the A
      * carried and would fail after READ-LOG's, the last part of the segment before raises {@code ambiguous_split}.
      */
     void part(Part part) throws java.io.IOException {
         int log = part.log();
         Header r = enterSplittable(log);
-        end();
+        if (part.endRaises()) {
+            endAtC = true; // RESYNC step 1 and WALK step 2.1 make END, which raises, where READ-LOG makes it
+            s = c;
+            endIndex = slot.nextIndex();
+        } else {
+            end();
+        }
         long o;
         if (part.first()) {
             o = r.firstRecord();
             e = r.baseIndex;
             a = part.carriedAsqn();
-            carriedFrom = part.from();
-            fromCarried = part.fromCarriedAsqn();
+            carriedUnsettled = true;
+        } else if (part.startIndex() != Part.NO_ENTRY) {
+            o = part.start(); // a checked entry: E := its index, A := -1, as SEEK with an index (index §18.5)
+            e = part.startIndex();
+            a = -1;
         } else {
             o = search.boundary(f, part.start(), Math.min(s, f.size()), r.baseIndex, endIndex);
             if (o < 0 || o >= part.stop()) {
@@ -224,12 +423,18 @@ final class Walk {
         if (!part.last()) {
             split = true;
             t = part.stop();
-            bt = search.boundary(f, t, Math.min(s, f.size()), r.baseIndex, endIndex);
-            btIndex = search.index;
+            boolean atEntry = part.stopIndex() != Part.NO_ENTRY;
+            bt = atEntry ? t : search.boundary(f, t, Math.min(s, f.size()), r.baseIndex, endIndex);
+            btIndex = atEntry ? part.stopIndex() : search.index;
+            if (bt >= 0) {
+                f.limit(bt + RecordCheck.HEADER); // the walk needs no byte beyond the record header at b(stop)
+            }
             walk(o);
-            return;
-        }
-        if (walk(o) != Stop.SEGMENT_END) {
+            if (bt >= 0) {
+                return; // the next part starts at b(stop)
+            }
+            // No boundary from stop: this part walked to S (SPLIT), the parts after it find none; NEXT follows.
+        } else if (walk(o) != Stop.SEGMENT_END) {
             return;
         }
         long walked = a;
@@ -242,42 +447,68 @@ final class Walk {
         }
     }
 
-    /** The A READ-LOG has at the end of segment {@code log}, entered with A {@code carried}: its walk again. */
-    private long walkedAsqn(int log, long carried) throws java.io.IOException {
+    /**
+     * The A READ-LOG has when it enters segment {@code log}: the walk of the segment PLAN puts before it, again,
+     * as its first part walks it, with the A PLAN carries into that one, corrected in turn where that A misjudges
+     * its first asqn. Only a first asqn that fails step 8 after the A carried asks for it.
+     */
+    private long enteringAsqn(int log) throws java.io.IOException {
+        java.util.List<Part> segments = new Walk(view, true, record -> {}).plan(Part.TO_END);
+        Part before = null;
+        for (int k = 1; k < segments.size(); k++) {
+            before = segments.get(k).log() == log ? segments.get(k - 1) : before;
+        }
+        if (before == null) {
+            return a; // the log's first segment: -1 is carried, exactly
+        }
         Walk again = new Walk(view, true, record -> {});
-        Header header = view.header(log);
-        again.enter(log, header);
+        Header header = again.enterSplittable(before.log());
         again.end();
         again.e = header.baseIndex;
-        again.a = carried;
+        again.a = before.carriedAsqn();
+        again.carriedUnsettled = true;
         again.walk(header.firstRecord());
         return again.a;
     }
 
     /**
-     * Whether the first part of the segment NEXT entered, carrying {@code planned}, judges its first asqn
-     * otherwise than READ-LOG, carrying {@code walked}, without noticing: the asqn passes step 8 of format §4.3.1
-     * after {@code planned} and fails it after {@code walked} (the first part corrects the other way round itself).
-     * Damage before it does not depend on A, and the resynchronisation after it sets A to -1; a segment without
-     * such a record carries the difference on to the next, which is taken to matter.
+     * Whether the first part of the segment NEXT entered, carrying {@code planned}, judges the first asqn READ-LOG
+     * meets from here otherwise than READ-LOG, carrying {@code walked}, without noticing: that asqn passes step 8
+     * of format §4.3.1 after {@code planned} and fails it after {@code walked}, which needs {@code walked} >
+     * {@code planned} (the first part corrects the other way round itself, {@link #enteringAsqn}). Segments
+     * without an asqn carry the difference on to the next (in PLAN's order); damage before that asqn does not
+     * depend on A, and the resynchronisation after it sets A to -1.
      */
     private boolean carriedAsqnMatters(long walked, long planned) throws java.io.IOException {
-        end();
-        long o = h.firstRecord();
-        long index = e;
-        while (o < s) {
-            if (check.committed(f, o, o < c ? c : s, index, -1, false) != null) {
-                return false;
-            }
-            if (check.frame == RecordCheck.FRAME_DATA) {
-                if (check.asqn != -1) {
-                    return RecordCheck.asqnFollows(check.asqn, planned) && !RecordCheck.asqnFollows(check.asqn, walked);
-                }
-                index = check.index + 1;
-            }
-            o = check.end;
+        if (Long.compare(walked, planned) <= 0) {
+            return false;
         }
-        return true;
+        boolean reached = false;
+        for (Part following : new Walk(view, true, record -> {}).plan(Part.TO_END)) {
+            reached |= following.log() == n;
+            if (!reached) {
+                continue;
+            }
+            Walk scan = new Walk(view, true, record -> {});
+            Header header = scan.enterSplittable(following.log());
+            scan.end();
+            long o = header.firstRecord();
+            long index = header.baseIndex;
+            while (o < scan.s) {
+                if (check.committed(scan.f, o, o < scan.c ? scan.c : scan.s, index, -1, false) != null) {
+                    return false;
+                }
+                if (check.frame == RecordCheck.FRAME_DATA) {
+                    if (check.asqn != -1) {
+                        return RecordCheck.asqnFollows(check.asqn, planned)
+                                && !RecordCheck.asqnFollows(check.asqn, walked);
+                    }
+                    index = check.index + 1;
+                }
+                o = check.end;
+            }
+        }
+        return false; // the log ends without another asqn
     }
 
     /** Enters version 2 segment {@code log} for a split or a part: a version 1 one cannot be split. */
@@ -314,6 +545,7 @@ final class Walk {
             throw new BinlogException(ErrorClass.IO_ERROR, view.storage.describe(LogView.name(log)), log, null, null,
                     "the segment went away while it was read");
         }
+        f.limit(Long.MAX_VALUE); // a part before may have bounded its reads
         slot = header.active;
         c = slot == null ? 0 : Offsets.clamp(slot.commitOffset());
         known = false;
@@ -324,7 +556,7 @@ final class Walk {
         while (true) {
             boolean record = false;
             if (o == c) { // step 2.1
-                if (!split) {
+                if (!split || endAtC) {
                     end();
                     if (c < o) {
                         return Stop.WALK_END; // a commit point that went back: the log ends here for now
@@ -388,6 +620,7 @@ final class Walk {
         s = c;
         endIndex = slot.nextIndex();
         endAsqn = slot.lastAsqn();
+        endTimestamp = slot.lastTimestampUs();
         known = true;
         if (next != null && !slot.sealed() && !next.legacy()) {
             tailWalk(next.baseIndex);
@@ -409,6 +642,7 @@ final class Walk {
             if (check.frame == RecordCheck.FRAME_DATA) {
                 index = check.index + 1;
                 asqn = check.asqn == -1 ? asqn : check.asqn;
+                endTimestamp = check.timestampUs;
             }
             o = check.end;
         }
@@ -421,18 +655,18 @@ final class Walk {
     private long record(long o) throws java.io.IOException {
         boolean keep = !split || o < (tolerant ? (bt >= 0 ? bt : s) : t);
         ErrorClass failed = check.committed(f, o, o < c ? c : s, e, a, keep);
-        if (failed == ErrorClass.ASQN_NOT_INCREASING && carriedFrom != 0) {
-            a = walkedAsqn(carriedFrom, fromCarried); // a PART's carried A may lie above READ-LOG's
-            carriedFrom = 0;
+        if (failed == ErrorClass.ASQN_NOT_INCREASING && carriedUnsettled) {
+            carriedUnsettled = false;
+            a = enteringAsqn(n); // the A PLAN carried may lie above READ-LOG's
             failed = check.committed(f, o, o < c ? c : s, e, a, keep);
         }
         if (failed != null) {
-            carriedFrom = 0;
+            carriedUnsettled = false;
             return damage(failed, o);
         }
         if (check.frame == RecordCheck.FRAME_DATA) {
             if (check.asqn != -1) {
-                carriedFrom = 0; // from here on A comes from this segment's records
+                carriedUnsettled = false; // from here on A comes from this segment's records
             }
             if (keep) {
                 sink.record(new Record(n, o, check.index, check.asqn, check.timestampUs, check.payload, true));
