@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from binlog_frames import DamageRow, Record, collected, reference, strict_reference
-from pyspark.sql import SparkSession
+from binlog_frames import DamageRow, Record, collected, log_of_logs, reference, strict_reference
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from openbinlog import Writer
+from openbinlog import Writer, build_indexes
+from openbinlog._format import RECORD_HEADER_SIZE
 from openbinlog.errors import BinlogError
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
@@ -154,3 +155,99 @@ def test_reading_the_index_column_alone_counts_every_record(spark: SparkSession,
     frame = spark.read.format(FORMAT).option("mode", "FAILFAST").load(str(log))
     assert sorted(row[0] for row in frame.select("index").collect()) == list(range(1, 501))
     assert frame.count() == 500
+
+
+# -- the sparse index: exact splits, narrowed reads (spec 18.5) ---------------------------------------------------
+
+INTERVAL = 4096
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sealed segment of about 4.6 MB (20,000 records of 200 bytes, 1 ms apart) and its index."""
+    directory = tmp_path_factory.mktemp("sealed") / "log"
+    now = [1_700_000_000_000_000]
+    with Writer(directory, durability="os", clock_us=lambda: now[0]) as writer:
+        for number in range(20_000):
+            now[0] += 1_000
+            writer.append(b"%08d" % number + b"." * 192)
+        writer.cutover()
+    build_indexes(directory, interval=INTERVAL)
+    return directory
+
+
+def _scan(frame: DataFrame) -> tuple[list[tuple[int, int, int, bytes]], int, str]:
+    """The rows a query returns (log, offset, index, payload), the bytes the source read for it (its
+    binlogBytesRead metric, once the query ran) and its executed plan."""
+    query = frame.select("log", "offset", "index", "payload")
+    rows = sorted((row[0], row[1], row[2], bytes(row[3])) for row in query.collect())
+    plan = query._jdf.queryExecution().executedPlan()
+    scan = plan.collectLeaves().apply(0)
+    return rows, int(scan.metrics().apply("binlogBytesRead").value()), plan.toString()
+
+
+def _matches(condition: str, index: int, timestamp_us: int | None) -> bool:
+    """The Python reading of the conditions below, for the reference's rows."""
+    conditions = {
+        "index between 7000 and 9000": 7000 <= index <= 9000,
+        "index >= 12000 and index < 16000": 12000 <= index < 16000,
+        "index = 12345": index == 12345,
+        "index in (500, 501, 502)": index in (500, 501, 502),
+    }
+    if condition in conditions:
+        return conditions[condition]
+    assert timestamp_us is not None
+    return 1700000005000000 < timestamp_us < 1700000006500000
+
+
+@pytest.mark.spec("R-47")
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "index between 7000 and 9000",
+        "index >= 12000 and index < 16000",
+        "index = 12345",
+        "index in (500, 501, 502)",
+        "timestamp > timestamp_micros(1700000005000000) and timestamp < timestamp_micros(1700000006500000)",
+    ],
+)
+def test_an_index_or_time_range_is_pushed_and_reads_about_the_bytes_of_its_rows(
+    spark: SparkSession, sealed: Path, condition: str
+) -> None:
+    """The issue's bar: at most twice the bytes of the rows returned, plus what checking the two index entries
+    around them takes (an interval each, spec 18.5) and the header reads (R-4)."""
+    everything = spark.read.format(FORMAT).load(str(sealed))
+    records, read, plan = _scan(everything.where(condition))
+    column = "timestamp" if "timestamp" in condition else "index"
+    expected = sorted(
+        (row[0], row[1], row[2], row[5]) for row in reference(sealed)[0] if _matches(condition, row[2], row[4])
+    )
+    assert records == expected and expected
+    assert f"({column}," in plan.split("PushedFilters: [")[1].split("]")[0]
+    row_bytes = sum(RECORD_HEADER_SIZE + len(row[3]) for row in records)
+    assert 0 < read <= 2 * row_bytes + 4 * INTERVAL + 8 * 256, (read, row_bytes)
+    _, whole, _ = _scan(everything)
+    assert whole >= (sealed / "00000001.dat").stat().st_size - 256
+
+
+def test_a_filter_on_a_negative_long_index_or_an_upper_bound_alone_narrows_nothing(
+    spark: SparkSession, sealed: Path
+) -> None:
+    """Spark's long holds indexes of 2^63 and more as negative numbers, which `index < 3` keeps: such a bound
+    would leave out rows Spark returns, so it is not used."""
+    frame = spark.read.format(FORMAT).load(str(sealed))
+    for condition in ("index < 3", "index > -5 and index < 3"):
+        records, read, _ = _scan(frame.where(condition))
+        assert [row[2] for row in records] == [1, 2]
+        assert read >= (sealed / "00000001.dat").stat().st_size - 256, condition
+
+
+@pytest.mark.spec("R-27", "R-47")
+@pytest.mark.parametrize("split_bytes", ["1k", "7k", "100k"])
+def test_splits_cut_at_index_entries_are_exact_over_payloads_that_hold_records(
+    spark: SparkSession, tmp_path: Path, split_bytes: str
+) -> None:
+    """The split-size invariance of issue 20 on a log whose payloads are valid records of the same log."""
+    log = log_of_logs(tmp_path / "log", 3000, interval=512)
+    frame = spark.read.format(FORMAT).option("maxPartitionBytes", split_bytes).option("mode", "FAILFAST")
+    assert collected(frame.load(str(log))) == (strict_reference(log), [])

@@ -24,12 +24,15 @@ final class BinlogScanBuilder implements ScanBuilder, SupportsPushDownFilters, S
         this.options = options;
     }
 
-    /** Takes the filters on {@code log} that prune segments; Spark evaluates every filter on the rows again. */
+    /**
+     * Takes the filters on {@code log} that prune segments, and on {@code index} and {@code timestamp} that bound
+     * the rows read ({@link RowBounds}); Spark evaluates every filter on the rows again.
+     */
     @Override
     public Filter[] pushFilters(Filter[] filters) {
         List<Filter> taken = new ArrayList<>();
         for (Filter filter : filters) {
-            if (LogPruning.understands(filter)) {
+            if (LogPruning.understands(filter) || RowBounds.understands(filter)) {
                 taken.add(filter);
             }
         }

@@ -2,11 +2,9 @@ package org.openbinlog.spark;
 
 import java.util.Arrays;
 
-import org.apache.spark.sql.sources.EqualTo;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.sources.GreaterThan;
 import org.apache.spark.sql.sources.GreaterThanOrEqual;
-import org.apache.spark.sql.sources.In;
 import org.apache.spark.sql.sources.LessThan;
 import org.apache.spark.sql.sources.LessThanOrEqual;
 
@@ -39,7 +37,7 @@ final class LogPruning {
         if (values == null) {
             return true;
         }
-        if (filter instanceof EqualTo || filter instanceof In) {
+        if (Comparisons.pointwise(filter)) {
             return Arrays.stream(values).anyMatch(v -> v == log);
         }
         long bound = values[0];
@@ -57,23 +55,8 @@ final class LogPruning {
 
     /** The log numbers a comparison names; null for a filter this pruning does not judge. */
     private static long[] logs(Filter filter) {
-        Object[] values;
-        if (filter instanceof In in) {
-            values = in.values();
-        } else if (filter instanceof EqualTo f) {
-            values = new Object[] {f.value()};
-        } else if (filter instanceof GreaterThan f) {
-            values = new Object[] {f.value()};
-        } else if (filter instanceof GreaterThanOrEqual f) {
-            values = new Object[] {f.value()};
-        } else if (filter instanceof LessThan f) {
-            values = new Object[] {f.value()};
-        } else if (filter instanceof LessThanOrEqual f) {
-            values = new Object[] {f.value()};
-        } else {
-            return null;
-        }
-        return Arrays.stream(values).allMatch(Integer.class::isInstance)
+        Object[] values = Comparisons.values(filter);
+        return values != null && Arrays.stream(values).allMatch(Integer.class::isInstance)
                 ? Arrays.stream(values).mapToLong(v -> (Integer) v).toArray()
                 : null;
     }
