@@ -351,5 +351,11 @@ def test_a_read_in_parts_returns_and_rejects_what_one_read_does(
             return
         if tolerant and answer != whole:
             assert_same_but_for_split_boundaries(answer, whole)
+        elif whole["error"] is not None and answer != whole:
+            # Strict splits return their records and those below the error or none of them: a record
+            # beyond a split's stop is returned only by the split that starts at a boundary before it, which damage
+            # after it can hide from the boundary search. The error is the same.
+            assert_same({**answer, "records": whole["records"]}, whole)
+            assert all(record in whole["records"] for record in answer["records"])
         else:
             assert_same(answer, whole)

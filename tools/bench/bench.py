@@ -96,6 +96,7 @@ ORDER = (
     "X1.unindexed",
     "X2",
     "X2.unindexed",
+    "X3",
     "F1",
     "F1.p99",
     "M1",

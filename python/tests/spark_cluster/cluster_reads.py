@@ -46,6 +46,7 @@ class Read:
     name: str
     paths: tuple[str, ...]
     options: dict[str, str] = field(default_factory=dict)
+    format: str = "binlog"  # or "binlog-jvm", the JVM source (spark_udfs/jvm), which spark.jars ships to executors
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ def reads(root: Path) -> list[Read]:
         Read("dropmalformed", (str(damaged),), {**SPREAD, "mode": "DROPMALFORMED"}),
         Read("failfast", (str(damaged),), {**SPREAD, "mode": "FAILFAST"}),
         Read("split", (str(segment(logs, 1)),), split),
+        # The JVM source: parts of 16 KiB put tasks on both executors.
+        Read("jvm-permissive", (str(damaged),), {"maxPartitionBytes": "16k"}, "binlog-jvm"),
+        Read("jvm-log-of-logs", (str(logs),), {"maxPartitionBytes": "8k", "mode": "FAILFAST"}, "binlog-jvm"),
     ]
 
 
@@ -95,7 +99,7 @@ def typed_error(text: str) -> TypedError | None:
 
 def outcome(spark: SparkSession, read: Read) -> Outcome:
     paths: str | list[str] = read.paths[0] if len(read.paths) == 1 else list(read.paths)
-    df = spark.read.format("binlog").options(**read.options).load(paths)
+    df = spark.read.format(read.format).options(**read.options).load(paths)
     partitions = df.rdd.getNumPartitions()
     try:
         rows = collected_by_directory(df)

@@ -25,6 +25,8 @@ SKIP_REASON = (
     "(tools/spark_cluster.py run -- pytest python/tests/spark_cluster)"
 )
 CONFORMANCE_TEST = "test_conformance_cases_pass_through_the_spark_testee_on_the_cluster"
+# The JVM source (spark_udfs/jvm), built by `make jvm`: spark.jars ships it to the executors.
+JVM_JAR = Path(__file__).resolve().parents[3] / "build" / "jvm" / "openbinlog.jar"
 
 # Without pyspark or a Java runtime these tests cannot run at all: collect none of them.
 if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
@@ -85,6 +87,7 @@ def new_session(master: str) -> SparkSession:
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.jars", str(JVM_JAR))
         # On the cluster: one executor of one core on each worker, leaving cores for the conformance testee.
         .config("spark.cores.max", str(WORKERS))
         .config("spark.executor.cores", "1")

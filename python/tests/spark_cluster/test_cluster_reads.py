@@ -130,3 +130,17 @@ def test_split_read_of_an_indexed_segment_on_the_cluster_equals_local_mode(
     assert len(expected) == LOG_OF_LOGS_RECORDS
     assert cluster.rows == {str(path.parent): (expected, [])}
     assert segment(path.parent, 1) == path
+
+
+@pytest.mark.parametrize("name", ["jvm-permissive", "jvm-log-of-logs"])
+def test_the_jvm_source_on_the_cluster_returns_the_rows_of_local_mode_and_the_reference(
+    on_cluster: Callable[[str], Outcome], local_outcomes: dict[str, Outcome], cluster_reads: list[Read], name: str
+) -> None:
+    """spark.read.format("binlog-jvm") with spark.jars: its tasks run in the executors' JVMs, on both workers."""
+    directory = _directory(cluster_reads, name)
+    cluster = on_cluster(name)
+    assert cluster == local_outcomes[name]
+    assert cluster.partitions >= 3  # a part per segment at least: tasks on both executors
+    records, damages = reference(directory)
+    assert cluster.rows == {directory: (records, damages)}
+    assert cluster.count == len(records) + len(damages)

@@ -69,6 +69,9 @@ FIRST_MASTER = "local[2]"  # R5: the machine's every core, as local[*] gives it
 BINLOG, PREBUILT = "binlog", "prebuilt"  # PREBUILT: the log's first batch sent again and again (R3.ceiling)
 JVM = "binlog-jvm"  # the JVM source (spark_udfs/jvm), the same reading in Spark's own process
 JVM_JAR = Path(__file__).resolve().parents[3] / "build" / "jvm" / "openbinlog.jar"
+NARROW = "narrow:"  # a worker request: X3 on the log that follows
+NARROWED_ROWS = 10_000
+X3_BAR = 2.0  # issue 20: at most twice the bytes of the rows returned
 EMPTY = "empty"  # a Python data source that returns no rows: the first query's floor (R5.floor)
 PARQUET, JSON_LINES, BINARY_FILE = "parquet", "json", "binaryFile"
 PEERS = (PARQUET, JSON_LINES, BINARY_FILE)
@@ -335,12 +338,35 @@ def spark_worker(arguments: dict[str, Any]) -> None:
             jobs[scan_key(kind, path)] = (frame, count)
         print(json.dumps({READY: binding}), flush=True)
         for line in sys.stdin:
+            if line.startswith(NARROW):
+                print(json.dumps(_narrowed(session, line.strip().removeprefix(NARROW))), flush=True)
+                continue
             frame, records = jobs[line.strip()]
             start = time.perf_counter()
             frame.write.format("noop").mode("overwrite").save()
             print(json.dumps({"records": records, "seconds": time.perf_counter() - start}), flush=True)
     finally:
         session.stop()
+
+
+def _narrowed(session: SparkSession, path: str) -> dict[str, int]:
+    """X3, in a worker: the sealed first segment of the log at ``path`` indexed (spec 18), then a query of
+    NARROWED_ROWS consecutive indexes from its middle through the JVM source; the bytes the source read (its
+    binlogBytesRead metric) and the bytes of the rows returned (record headers and payloads)."""
+    from openbinlog import build_indexes  # noqa: PLC0415
+    from openbinlog._format import RECORD_HEADER_SIZE  # noqa: PLC0415
+
+    build_indexes(path)
+    frame = session.read.format(JVM).load(path)
+    low, high = frame.where("log = 1").selectExpr("min(index)", "max(index)").first()  # type: ignore[misc]
+    start = (low + high - NARROWED_ROWS) // 2
+    query = frame.where(f"index between {start} and {start + NARROWED_ROWS - 1}").select("payload")
+    rows = query.collect()
+    if len(rows) != NARROWED_ROWS:
+        raise RuntimeError(f"X3: {len(rows)} rows of indexes {start} to {start + NARROWED_ROWS - 1} in {path}")
+    scan = query._jdf.queryExecution().executedPlan().collectLeaves().apply(0)
+    read = int(scan.metrics().apply("binlogBytesRead").value())
+    return {"read": read, "rows": sum(RECORD_HEADER_SIZE + len(row[0]) for row in rows)}
 
 
 def spark_first_worker(arguments: dict[str, Any]) -> None:
@@ -393,6 +419,13 @@ class SparkWorker:
         answer = self.answer(timeout=SPARK_TIMEOUT)
         return float(answer["records"]) / float(answer["seconds"])
 
+    def narrowed(self, path: str) -> dict[str, int]:
+        """X3 on the log at ``path`` (``_narrowed``)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(NARROW + path + "\n")
+        self.process.stdin.flush()
+        return {key: int(value) for key, value in self.answer(timeout=SPARK_TIMEOUT).items()}
+
     def stop(self) -> None:
         if self.process.stdin is not None and not self.process.stdin.closed:
             self.process.stdin.close()
@@ -408,9 +441,10 @@ class SparkWorker:
 
 
 def spark_rates(
-    logs: list[BuiltLog], peers: dict[str, dict[str, str]], repeats: int
+    logs: list[BuiltLog], peers: dict[str, dict[str, str]], repeats: int, narrowed: dict[str, dict[str, int]]
 ) -> tuple[dict[str, dict[str, list[float]]], str]:
-    """Records/s of every scan on every master, the masters taking turns; and how the workers were bound."""
+    """Records/s of every scan on every master, the masters taking turns; and how the workers were bound.
+    ``narrowed`` gets X3's bytes of each log."""
     paths = [str(log.path) for log in logs]
     workers = {master: SparkWorker(master, paths, peers) for master in MASTERS}
     try:
@@ -424,6 +458,9 @@ def spark_rates(
             for key in keys:
                 for master in MASTERS if turn % 2 == 0 else MASTERS[::-1]:
                     rates[master][key].append(workers[master].scan(key))
+        # X3 last (indexing a log changes how the Python source cuts it), on the logs with a sealed segment.
+        for path in peers:
+            narrowed[path] = workers[FIRST_MASTER].narrowed(path)
         return rates, binding
     finally:
         for worker in workers.values():
@@ -452,6 +489,13 @@ def first_queries(logs: list[BuiltLog], peers: dict[str, dict[str, str]], repeat
                 key = scan_key(kind, "" if kind == EMPTY else path)
                 seconds.setdefault(key, []).append(float(answer["seconds"]))
     return seconds
+
+
+def _narrowed_row(log: BuiltLog) -> Row:
+    where: dict[str, Any] = dict(record_size=log.record_size, log_size=log.log_size)
+    row = Row("X3", f"JVM source, where index between a and a+{NARROWED_ROWS - 1}: bytes read", "bytes", **where)
+    row.versus = "bytes of the rows returned"
+    return row
 
 
 def _rows_for(log: BuiltLog) -> tuple[Row, Row, Row, Row]:
@@ -610,20 +654,21 @@ def measure_spark(logs: list[BuiltLog], reader_rates: dict[str, float], repeats:
         for log in logs:
             rows.extend(not_run(row, reason) for row in _rows_for(log))
         for log in with_peers:
-            rows.extend(not_run(row, reason) for row in _peer_rows(log))
+            rows.extend(not_run(row, reason) for row in (*_peer_rows(log), _narrowed_row(log)))
         return rows
     try:
         peers: dict[str, dict[str, str]] = {}
         for log in with_peers:
             peers[str(log.path)] = write_peers(log, log.path.parent / f"peers-{log.path.name}")
-        rates, binding = spark_rates(logs, peers, repeats)
+        narrowed: dict[str, dict[str, int]] = {}
+        rates, binding = spark_rates(logs, peers, repeats, narrowed)
         seconds = first_queries([log for log in with_peers if log.log_size == smallest], peers, repeats)
     except Exception as exc:  # a failed Spark run is reported in the table, never hidden
         message = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
         for log in logs:
             rows.extend(not_run(row, f"Spark run failed: {message}") for row in _rows_for(log))
         for log in with_peers:
-            rows.extend(not_run(row, f"Spark run failed: {message}") for row in _peer_rows(log))
+            rows.extend(not_run(row, f"Spark run failed: {message}") for row in (*_peer_rows(log), _narrowed_row(log)))
         return rows
     finally:
         for log in with_peers:
@@ -648,4 +693,10 @@ def measure_spark(logs: list[BuiltLog], reader_rates: dict[str, float], repeats:
         )
     for log in with_peers:
         rows.extend(_judged_peer_rows(log, rates, seconds, binding=binding, first_size=size_label(smallest)))
+        x3 = _narrowed_row(log)
+        compared(x3, [float(narrowed[str(log.path)]["read"])], [float(narrowed[str(log.path)]["rows"])])
+        x3.bar, x3.bar_kind = X3_BAR, RATIO_AT_MOST
+        x3.passed = x3.ratio is not None and x3.ratio <= X3_BAR
+        x3.note = "the sealed first segment indexed (interval 64 KiB); counted by the source's binlogBytesRead metric"
+        rows.append(x3)
     return rows

@@ -44,6 +44,25 @@ public final class LogReader implements AutoCloseable {
         return out;
     }
 
+    /**
+     * The sizes of the plain segment files present, in log order, for sizing splits: a segment that cannot be
+     * opened is left out (a read of it reports why). It reads no header.
+     */
+    public List<Long> segmentSizes() {
+        List<Long> sizes = new ArrayList<>();
+        for (int n : view.presentSegments()) {
+            try {
+                SegmentFile f = view.segment(n);
+                if (f != null) {
+                    sizes.add(f.size());
+                }
+            } catch (BinlogException e) {
+                continue; // compressed only, or no regular file: the part that reads it raises
+            }
+        }
+        return sizes;
+    }
+
     /** READ-LOG: every record from the log's start; the torn tail of the last segment, or null. */
     public Torn readAll(boolean tolerant, Sink sink) throws IOException {
         return new Walk(view, tolerant, sink).readLog();

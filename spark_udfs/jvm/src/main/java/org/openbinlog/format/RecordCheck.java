@@ -16,14 +16,14 @@ final class RecordCheck {
     long asqn;
     long timestampUs;
     long end;
-    byte[] payload;
+    /** Where the record's payload starts; it runs to {@link #end}. */
+    long payloadAt;
 
     /**
      * Steps 1 to 8 of format §4.3.1 for the record at {@code o} with bound {@code u}, expected index
-     * {@code e} and previous asqn {@code a}. With {@code keep}, a data record's payload is copied out.
+     * {@code e} and previous asqn {@code a}.
      */
-    ErrorClass committed(SegmentFile f, long o, long u, long e, long a, boolean keep) throws BinlogException {
-        payload = null;
+    ErrorClass committed(SegmentFile f, long o, long u, long e, long a) throws BinlogException {
         long b = Math.min(u, f.size());
         if (o > b || b - o < HEADER) {
             return ErrorClass.TRUNCATED;
@@ -46,6 +46,7 @@ final class RecordCheck {
         if (end > f.size()) {
             return ErrorClass.TRUNCATED;
         }
+        payloadAt = o + HEADER;
         index = Bytes.u8(w, h + 8);
         asqn = Bytes.u8(w, h + 16);
         timestampUs = Bytes.u8(w, h + 24);
@@ -59,9 +60,6 @@ final class RecordCheck {
         if (!asqnFollows(asqn, a)) {
             return ErrorClass.ASQN_NOT_INCREASING;
         }
-        if (keep && frame == FRAME_DATA) {
-            payload = f.copy(o + HEADER, (int) (length - MIN_LENGTH));
-        }
         return null;
     }
 
@@ -71,8 +69,7 @@ final class RecordCheck {
     }
 
     /** Steps 1 to 3 of legacy-v1 §B.4 for the record at {@code p} of a version 1 segment ending at {@code s}. */
-    ErrorClass legacy(SegmentFile f, long p, long s, boolean keep) throws BinlogException {
-        payload = null;
+    ErrorClass legacy(SegmentFile f, long p, long s) throws BinlogException {
         if (p + 4 > s || p + 4 > f.size()) {
             return ErrorClass.TRUNCATED;
         }
@@ -85,9 +82,7 @@ final class RecordCheck {
         if (end > f.size()) {
             return ErrorClass.TRUNCATED;
         }
-        if (keep) {
-            payload = f.copy(p + 4, (int) length);
-        }
+        payloadAt = p + 4;
         return null;
     }
 }

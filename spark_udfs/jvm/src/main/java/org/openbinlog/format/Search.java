@@ -68,7 +68,7 @@ final class Search {
                 return p;
             }
             // Step 8 (the asqn) is no part of the continuity check: a previous asqn of MIN_VALUE passes it.
-            ErrorClass c = follower.committed(f, end, bound, index + 1, Long.MIN_VALUE, false);
+            ErrorClass c = follower.committed(f, end, bound, index + 1, Long.MIN_VALUE);
             if (c == null || c == ErrorClass.ASQN_NOT_INCREASING) {
                 return p;
             }

@@ -6,8 +6,9 @@ import java.util.zip.CRC32C;
 
 /**
  * One open segment file: its size {@code F} and positioned reads through a reused window, so that a record
- * costs no allocation but its payload's copy. Every failed or short read is {@code io_error} (R-20): callers
- * bound what they read by {@code F}, so a short read means the file changed, never that it is truncated.
+ * costs no allocation (its payload goes to the sink in the window). Every failed or short read is
+ * {@code io_error} (R-20): callers bound what they read by {@code F}, so a short read means the file changed,
+ * never that it is truncated.
  */
 final class SegmentFile {
     static final int WINDOW = 1 << 18;
@@ -94,12 +95,8 @@ final class SegmentFile {
         return Checksums.mask((int) crc.getValue());
     }
 
-    /** A copy of {@code n} bytes at {@code pos}; {@code pos + n} lies within the file. */
+    /** {@code n} bytes at {@code pos}, more than the window holds, read into an array of their own. */
     byte[] copy(long pos, int n) throws BinlogException {
-        if (n <= WINDOW) {
-            byte[] b = window(pos, n);
-            return Arrays.copyOfRange(b, at(pos), at(pos) + n);
-        }
         byte[] out = new byte[n];
         readFully(pos, out, 0, n);
         return out;

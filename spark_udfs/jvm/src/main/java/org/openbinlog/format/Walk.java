@@ -91,7 +91,7 @@ final class Walk {
         enter(log, r);
         if (r.legacy()) {
             long lep = Offsets.clamp(r.lastElementPosition);
-            if (offset < Header.V1_FIRST_RECORD || offset >= lep || check.legacy(f, offset, lep, false) != null) {
+            if (offset < Header.V1_FIRST_RECORD || offset >= lep || check.legacy(f, offset, lep) != null) {
                 throw invalidRef(log, offset, index, "no version 1 record at that offset");
             }
             e = index + 1;
@@ -102,7 +102,7 @@ final class Walk {
         if (offset < Header.SIZE || offset >= s) {
             throw invalidRef(log, offset, index, "offset outside the segment's records");
         }
-        ErrorClass failed = check.committed(f, offset, offset < c ? c : s, index, -1, false);
+        ErrorClass failed = check.committed(f, offset, offset < c ? c : s, index, -1);
         if (failed != null || check.frame != RecordCheck.FRAME_DATA) {
             throw invalidRef(log, offset, index, failed == null ? "not a data record" : failed.specName());
         }
@@ -327,7 +327,7 @@ final class Walk {
         try {
             landing.walk(from);
             RecordCheck at = landing.check;
-            return at.committed(f, to.offset(), to.offset() < c ? c : s, to.index(), landing.a, false) == null
+            return at.committed(f, to.offset(), to.offset() < c ? c : s, to.index(), landing.a) == null
                     && at.frame == RecordCheck.FRAME_DATA && at.timestampUs == to.timestampUs();
         } catch (java.io.IOException damage) {
             return false; // not reported: a read from N's start meets it (an io_error too)
@@ -495,7 +495,7 @@ final class Walk {
             long o = header.firstRecord();
             long index = header.baseIndex;
             while (o < scan.s) {
-                if (check.committed(scan.f, o, o < scan.c ? scan.c : scan.s, index, -1, false) != null) {
+                if (check.committed(scan.f, o, o < scan.c ? scan.c : scan.s, index, -1) != null) {
                     return false;
                 }
                 if (check.frame == RecordCheck.FRAME_DATA) {
@@ -636,7 +636,7 @@ final class Walk {
             if (o + 5 <= f.size() && f.window(o + 4, 1)[f.at(o + 4)] == 0) {
                 break; // "unwritten"
             }
-            if (check.committed(f, o, Offsets.NO_BOUND, index, asqn, false) != null) {
+            if (check.committed(f, o, Offsets.NO_BOUND, index, asqn) != null) {
                 break;
             }
             if (check.frame == RecordCheck.FRAME_DATA) {
@@ -654,11 +654,11 @@ final class Walk {
     /** RECORD(o): the new o, or -1 when the walk of N (or the split) ended at damage. */
     private long record(long o) throws java.io.IOException {
         boolean keep = !split || o < (tolerant ? (bt >= 0 ? bt : s) : t);
-        ErrorClass failed = check.committed(f, o, o < c ? c : s, e, a, keep);
+        ErrorClass failed = check.committed(f, o, o < c ? c : s, e, a);
         if (failed == ErrorClass.ASQN_NOT_INCREASING && carriedUnsettled) {
             carriedUnsettled = false;
             a = enteringAsqn(n); // the A PLAN carried may lie above READ-LOG's
-            failed = check.committed(f, o, o < c ? c : s, e, a, keep);
+            failed = check.committed(f, o, o < c ? c : s, e, a);
         }
         if (failed != null) {
             carriedUnsettled = false;
@@ -669,12 +669,21 @@ final class Walk {
                 carriedUnsettled = false; // from here on A comes from this segment's records
             }
             if (keep) {
-                sink.record(new Record(n, o, check.index, check.asqn, check.timestampUs, check.payload, true));
+                deliver(o, check.index, check.asqn, check.timestampUs, true);
             }
             e = check.index + 1;
             a = check.asqn == -1 ? a : check.asqn;
         }
         return check.end;
+    }
+
+    /** The record at o, just checked, to the sink: its payload in the file's window, unless larger than that. */
+    private void deliver(long o, long index, long asqn, long timestampUs, boolean checked) throws java.io.IOException {
+        long at = check.payloadAt;
+        int length = (int) (check.end - at);
+        boolean windowed = length <= SegmentFile.WINDOW;
+        byte[] bytes = windowed ? f.window(at, length) : f.copy(at, length);
+        sink.record(n, o, index, asqn, timestampUs, checked, bytes, windowed ? f.at(at) : 0, length);
     }
 
     /** DAMAGE(class, o): the new o when a tolerant walk resumes in N, -1 when the walk of N ended. */
@@ -714,12 +723,12 @@ final class Walk {
     private Stop walkV1(long o) throws java.io.IOException {
         s = Offsets.clamp(h.lastElementPosition);
         while (o < s) {
-            ErrorClass failed = check.legacy(f, o, s, true);
+            ErrorClass failed = check.legacy(f, o, s);
             if (failed != null) {
                 damage(failed, o);
                 return Stop.SEGMENT_END;
             }
-            sink.record(new Record(n, o, e, -1, 0, check.payload, false));
+            deliver(o, e, -1, 0, false);
             e++;
             o = check.end;
         }

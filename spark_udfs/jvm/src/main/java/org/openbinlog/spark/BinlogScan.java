@@ -16,6 +16,7 @@ import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
 import org.openbinlog.format.LogReader;
@@ -67,7 +68,7 @@ final class BinlogScan implements Scan, Batch {
             Storage storage = Storages.open(options.path, hadoop);
             storage.list(); // a missing directory is Spark's PATH_NOT_FOUND, as for its own file sources
             try (LogReader reader = new LogReader(storage)) {
-                for (Part part : reader.plan(options.maxPartitionBytes, RowBounds.of(pushed))) {
+                for (Part part : reader.plan(splitBytes(reader), RowBounds.of(pushed))) {
                     if (!part.whole() && !LogPruning.keeps(pushed, part.log())) {
                         pruned.add(part.log());
                         continue;
@@ -84,6 +85,24 @@ final class BinlogScan implements Scan, Batch {
         }
         planned = parts.size();
         return parts.toArray(new InputPartition[0]);
+    }
+
+    /**
+     * The option maxPartitionBytes, else the split size of Spark's file sources (FilePartition.maxSplitBytes):
+     * the segments' bytes, each file weighing openCostInBytes more, over minPartitionNum tasks (by default the
+     * session's cores), within openCostInBytes and maxPartitionBytes; so every core reads even a small log.
+     */
+    private long splitBytes(LogReader reader) {
+        if (options.maxPartitionBytes != null) {
+            return options.maxPartitionBytes;
+        }
+        SQLConf conf = SQLConf.get();
+        long openCost = conf.filesOpenCostInBytes();
+        long total = reader.segmentSizes().stream().mapToLong(size -> size + openCost).sum();
+        scala.Option<Object> minPartitions = conf.filesMinPartitionNum();
+        int tasks = minPartitions.isDefined() ? (Integer) minPartitions.get()
+                : ((org.apache.spark.sql.classic.SparkSession) SparkSession.active()).leafNodeDefaultParallelism();
+        return Math.max(1, Math.min(conf.filesMaxPartitionBytes(), Math.max(openCost, total / tasks)));
     }
 
     @Override

@@ -3,14 +3,9 @@ package org.openbinlog.spark;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.unsafe.types.UTF8String;
-import org.openbinlog.format.Damage;
-import org.openbinlog.format.Record;
 
 /**
  * The DataFrame's columns, the same as the Python source's (openbinlog_spark columns.py): the record fields and
@@ -25,7 +20,7 @@ final class Columns {
         DataTypes.createStructField("resume_index", DataTypes.LongType, true),
     });
 
-    /** What a column of the read schema holds; rows are built for the columns Spark asked for only. */
+    /** What a column of the read schema holds; batches are filled for the columns Spark asked for only. */
     enum Kind { LOG, OFFSET, INDEX, ASQN, TIMESTAMP, PAYLOAD, FILE, CORRUPT, ERROR }
 
     private Columns() {}
@@ -60,42 +55,5 @@ final class Columns {
             }
         }
         return kinds;
-    }
-
-    static InternalRow record(Kind[] kinds, Record r, UTF8String file) {
-        Object[] values = new Object[kinds.length];
-        for (int i = 0; i < kinds.length; i++) {
-            values[i] = switch (kinds[i]) {
-                case LOG -> r.log();
-                case OFFSET -> r.offset();
-                case INDEX -> r.index();
-                case ASQN -> r.asqn();
-                case TIMESTAMP -> r.checked() ? r.timestampUs() : null; // a version 1 record has no time
-                case PAYLOAD -> r.payload();
-                case FILE -> file;
-                case CORRUPT, ERROR -> null;
-            };
-        }
-        return new GenericInternalRow(values);
-    }
-
-    static InternalRow damage(Kind[] kinds, Damage d, UTF8String file, byte[] raw) {
-        Object[] values = new Object[kinds.length];
-        for (int i = 0; i < kinds.length; i++) {
-            values[i] = switch (kinds[i]) {
-                case LOG -> d.log();
-                case OFFSET -> d.offset() < 0 ? null : d.offset(); // -1: no offset (a segment that is missing)
-                case INDEX -> d.index();
-                case FILE -> file;
-                case CORRUPT -> raw;
-                case ERROR -> new GenericInternalRow(new Object[] {
-                    UTF8String.fromString(d.errorClass().specName()),
-                    UTF8String.fromString(d.message()),
-                    d.bytesSkipped(),
-                    d.resumeIndex()});
-                case ASQN, TIMESTAMP, PAYLOAD -> null;
-            };
-        }
-        return new GenericInternalRow(values);
     }
 }

@@ -21,10 +21,11 @@ final class ReadOptions implements Serializable {
     final String path;
     final Mode mode;
     final String corruptColumn;
-    final long maxPartitionBytes;
+    /** The split size the read asks for; null: sized as Spark sizes splits of files ({@link BinlogScan}). */
+    final Long maxPartitionBytes;
     final int maxCorruptRecordBytes;
 
-    private ReadOptions(String path, Mode mode, String corruptColumn, long maxPartitionBytes, int maxCorruptRecordBytes) {
+    private ReadOptions(String path, Mode mode, String corruptColumn, Long maxPartitionBytes, int maxCorruptRecordBytes) {
         this.path = path;
         this.mode = mode;
         this.corruptColumn = corruptColumn;
@@ -62,10 +63,10 @@ final class ReadOptions implements Serializable {
         }
         SQLConf conf = SQLConf.get();
         String corrupt = lower.getOrDefault("columnnameofcorruptrecord", conf.columnNameOfCorruptRecord());
-        long maxBytes = lower.containsKey("maxpartitionbytes")
+        Long maxBytes = lower.containsKey("maxpartitionbytes")
                 ? parseSize("maxPartitionBytes", lower.get("maxpartitionbytes"))
-                : conf.filesMaxPartitionBytes();
-        if (maxBytes < 1) {
+                : null;
+        if (maxBytes != null && maxBytes < 1) {
             throw new OptionException("option maxPartitionBytes must be at least 1 byte");
         }
         long corruptBytes = lower.containsKey("maxcorruptrecordbytes")

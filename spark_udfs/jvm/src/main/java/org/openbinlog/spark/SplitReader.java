@@ -2,14 +2,16 @@ package org.openbinlog.spark;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
 
-import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.openbinlog.format.BinlogException;
 import org.openbinlog.format.Damage;
@@ -20,31 +22,36 @@ import org.openbinlog.format.Storage;
 
 /**
  * Reads one split with the reader core's walk, which pushes records and damage to a sink, in a thread of its own
- * that hands rows over in batches through a bounded queue: the task pulls rows while the walk reads ahead, and
- * memory stays bounded by the queue whatever the split's size.
+ * that fills column batches for the task: the task pulls batches while the walk fills the next. A few batches
+ * go round between the two (the task gives one back when it asks for the next), so memory stays bounded
+ * whatever the split's size.
  */
-final class SplitReader implements PartitionReader<InternalRow> {
-    private static final int BATCH = 1024;
-    private static final int BATCHES = 8;
-    private static final List<InternalRow> END = new ArrayList<>();
+final class SplitReader implements PartitionReader<ColumnarBatch> {
+    private static final int BATCHES = 3;
+    private static final Optional<ColumnBatch> END = Optional.empty();
 
     private final SplitPartition part;
-    private final Columns.Kind[] kinds;
     private final ReadOptions options;
-    private final BlockingQueue<List<InternalRow>> queue = new ArrayBlockingQueue<>(BATCHES);
+    private final List<ColumnBatch> batches;
+    private final BlockingQueue<ColumnBatch> free = new ArrayBlockingQueue<>(BATCHES);
+    private final BlockingQueue<Optional<ColumnBatch>> filled = new ArrayBlockingQueue<>(BATCHES + 1);
     private final Thread walker;
     private volatile Throwable failure;
     private volatile boolean closed;
     private volatile long bytesRead;
-    private List<InternalRow> batch = List.of();
-    private int next;
-    private InternalRow current;
+    private ColumnBatch current;
     private boolean ended;
 
-    SplitReader(SplitPartition part, Columns.Kind[] kinds, ReadOptions options) {
+    SplitReader(SplitPartition part, StructType readSchema, ReadOptions options) {
         this.part = part;
-        this.kinds = kinds;
         this.options = options;
+        Columns.Kind[] kinds = Columns.kinds(readSchema, options);
+        ColumnBatch[] made = new ColumnBatch[BATCHES];
+        for (int i = 0; i < BATCHES; i++) {
+            made[i] = new ColumnBatch(readSchema, kinds);
+        }
+        batches = List.of(made);
+        free.addAll(batches);
         this.walker = new Thread(this::walk, "binlog-part-" + part.part.log() + "-" + part.part.start());
         walker.setDaemon(true);
         walker.start();
@@ -55,7 +62,7 @@ final class SplitReader implements PartitionReader<InternalRow> {
             Storage opened = Storages.open(part.path, part.hadoop);
             CountingStorage storage = new CountingStorage(opened);
             try (LogReader reader = new LogReader(storage)) {
-                RowSink sink = new RowSink(storage);
+                BatchSink sink = new BatchSink(storage);
                 try {
                     reader.readPart(part.part, options.tolerant(), sink);
                 } catch (BinlogException e) {
@@ -72,24 +79,22 @@ final class SplitReader implements PartitionReader<InternalRow> {
                 bytesRead = storage.bytes();
                 Storages.close(opened);
             }
-            put(END);
+            filled.add(END);
         } catch (InterruptedIOException e) {
             return; // closed by the task
         } catch (Throwable e) {
             failure = e;
-            try {
-                put(END);
-            } catch (InterruptedIOException ignored) {
-                // closed by the task: nobody waits for the failure
-            }
+            filled.add(END); // never full: it has room for every batch and the end
         }
     }
 
-    private void put(List<InternalRow> rows) throws InterruptedIOException {
+    /** A free batch for the walk to fill, once the task has given one back. */
+    private ColumnBatch take() throws InterruptedIOException {
         try {
             while (!closed) {
-                if (queue.offer(rows, 100, java.util.concurrent.TimeUnit.MILLISECONDS)) {
-                    return;
+                ColumnBatch batch = free.poll(100, TimeUnit.MILLISECONDS);
+                if (batch != null) {
+                    return batch;
                 }
             }
         } catch (InterruptedException e) {
@@ -98,23 +103,48 @@ final class SplitReader implements PartitionReader<InternalRow> {
         throw new InterruptedIOException("the task closed its reader");
     }
 
-    /** Turns the walk's records and damage into rows of the read schema, by mode. */
-    private final class RowSink implements Sink {
-        private final Storage storage;
-        private final java.util.Map<String, UTF8String> files = new java.util.HashMap<>();
-        private List<InternalRow> rows = new ArrayList<>(BATCH);
+    /** Writes the walk's records and damage into batches, by mode. */
+    private final class BatchSink implements Sink {
+        private final CountingStorage storage;
+        private ColumnBatch batch;
+        private int fileLog;
+        private UTF8String file;
 
-        RowSink(Storage storage) {
+        BatchSink(CountingStorage storage) {
             this.storage = storage;
         }
 
+        /** The batch the next row of segment {@code log} goes to: a new one when the current cannot take it. */
+        private ColumnBatch batch(int log) throws IOException {
+            if (batch != null && !batch.takes(log)) {
+                flush();
+            }
+            if (batch == null) {
+                batch = take();
+                batch.start(log, file(log));
+            }
+            return batch;
+        }
+
         private UTF8String file(int log) {
-            return files.computeIfAbsent(String.format("%08d.dat", log), n -> UTF8String.fromString(storage.describe(n)));
+            if (file == null || log != fileLog) {
+                fileLog = log;
+                file = UTF8String.fromString(storage.describe(segmentName(log)));
+            }
+            return file;
         }
 
         @Override
         public void record(Record r) throws IOException {
-            add(Columns.record(kinds, r, file(r.log())));
+            record(r.log(), r.offset(), r.index(), r.asqn(), r.timestampUs(), r.checked(), r.payload(), 0,
+                    r.payload().length);
+        }
+
+        /** What the walk calls: the payload goes from the walk's window into the batch, copied once. */
+        @Override
+        public void record(int log, long offset, long index, long asqn, long timestampUs, boolean checked,
+                byte[] bytes, int at, int length) throws IOException {
+            batch(log).record(log, offset, index, asqn, timestampUs, checked, bytes, at, length);
         }
 
         @Override
@@ -122,7 +152,8 @@ final class SplitReader implements PartitionReader<InternalRow> {
             if (options.corruptRows() == null) {
                 return; // DROPMALFORMED: the damaged bytes are dropped; FAILFAST never gets here
             }
-            add(Columns.damage(kinds, d, file(d.log()), raw(d)));
+            byte[] raw = raw(d);
+            batch(d.log()).damage(d, raw);
         }
 
         /** Up to maxCorruptRecordBytes of the bytes stepped over, for the corrupt-record column. */
@@ -131,7 +162,7 @@ final class SplitReader implements PartitionReader<InternalRow> {
             byte[] raw = new byte[Math.max(length, 0)];
             int filled = 0;
             while (filled < raw.length) {
-                int n = storage.read(String.format("%08d.dat", d.log()), d.offset() + filled, raw, filled, raw.length - filled);
+                int n = storage.read(segmentName(d.log()), d.offset() + filled, raw, filled, raw.length - filled);
                 if (n <= 0) {
                     return java.util.Arrays.copyOf(raw, filled);
                 }
@@ -140,49 +171,50 @@ final class SplitReader implements PartitionReader<InternalRow> {
             return raw;
         }
 
-        private void add(InternalRow row) throws IOException {
-            rows.add(row);
-            if (rows.size() == BATCH) {
-                flush();
+        /** Hands the batch being filled, which holds a row at least, to the task. */
+        void flush() {
+            if (batch != null) {
+                bytesRead = storage.bytes();
+                filled.add(Optional.of(batch));
+                batch = null;
             }
         }
+    }
 
-        void flush() throws IOException {
-            if (!rows.isEmpty()) {
-                put(rows);
-                rows = new ArrayList<>(BATCH);
-            }
-        }
+    private static String segmentName(int log) {
+        return String.format("%08d.dat", log);
     }
 
     @Override
     public boolean next() throws IOException {
-        while (next == batch.size()) {
-            if (ended) {
-                return false;
-            }
-            try {
-                batch = queue.take();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new InterruptedIOException("interrupted while reading " + part.path);
-            }
-            next = 0;
-            if (batch == END) {
-                ended = true;
-                batch = List.of();
-                if (failure != null) {
-                    throw failure instanceof IOException io ? io : new IOException(failure);
-                }
-            }
+        if (current != null) {
+            free.add(current); // Spark is done with the rows of a batch when it asks for the next
+            current = null;
         }
-        current = batch.get(next++);
+        if (ended) {
+            return false;
+        }
+        Optional<ColumnBatch> next;
+        try {
+            next = filled.take();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while reading " + part.path);
+        }
+        if (next.isEmpty()) {
+            ended = true;
+            if (failure != null) {
+                throw failure instanceof IOException io ? io : new IOException(failure);
+            }
+            return false;
+        }
+        current = next.get();
         return true;
     }
 
     @Override
-    public InternalRow get() {
-        return current;
+    public ColumnarBatch get() {
+        return current.rows();
     }
 
     @Override
@@ -199,5 +231,6 @@ final class SplitReader implements PartitionReader<InternalRow> {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        batches.forEach(ColumnBatch::close);
     }
 }

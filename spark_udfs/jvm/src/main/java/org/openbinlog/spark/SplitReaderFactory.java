@@ -5,8 +5,9 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** Sent to executors: makes the reader of each task's split. */
+/** Sent to executors: makes the reader of each task's split, which reads column batches only. */
 final class SplitReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
 
@@ -19,7 +20,17 @@ final class SplitReaderFactory implements PartitionReaderFactory {
     }
 
     @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+        return true;
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+        return new SplitReader((SplitPartition) partition, readSchema, options);
+    }
+
+    @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-        return new SplitReader((SplitPartition) partition, Columns.kinds(readSchema, options), options);
+        throw new UnsupportedOperationException("the binlog-jvm source reads column batches only");
     }
 }
