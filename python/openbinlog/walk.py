@@ -1690,7 +1690,12 @@ class LogWalk:
             if boundary.next_log == header.log + 1:
                 opened, following = following, None
             elif boundary.next_log is not None:
+                if boundary.error is not None and not self.tolerant:
+                    raise boundary.error  # BROKEN step 1: a strict walk ends at the gap, before K is opened
                 opened = open_segment(self.directory, boundary.next_log)
+                if opened is None and boundary.error is not None and boundary.next_log in self.directory.segments():
+                    # Still listed, so a blank last segment: BROKEN's K is never one, and there is no K.
+                    boundary = Boundary(None, boundary.error, boundary.next_index)
             if boundary.next_log is not None and opened is None:
                 return None  # removed or blank since the listing
         finally:

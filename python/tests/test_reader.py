@@ -219,6 +219,41 @@ def test_tolerant_read_over_a_missing_segment_names_the_index_it_resumes_at(log_
     ]
 
 
+@pytest.mark.spec("R-17")
+def test_a_strict_read_stops_at_a_missing_segment_before_it_opens_a_damaged_one_after_it(log_dir: Path) -> None:
+    """BROKEN step 1 (spec 10.2.2): the walk ends with chain_broken at the missing segment; the damaged header of
+    the segment after the gap is never opened, so it cannot be the error reported."""
+    write_log(log_dir, [b"a", None, b"b", None, b"c"])
+    segment(log_dir, 2).unlink()
+    flip_bit(segment(log_dir, 3), 4)  # its version field: unsupported_version, were it opened
+    with Reader(log_dir) as reader, pytest.raises(BinlogError) as failed:
+        list(reader)
+    assert (failed.value.error_class, failed.value.log, failed.value.index) == ("chain_broken", 2, 2)
+
+
+@pytest.mark.spec("R-7", "R-17")
+@pytest.mark.parametrize("tolerant", [False, True])
+def test_a_missing_segment_below_a_blank_last_one_is_a_broken_chain_with_no_segment_after_it(
+    log_dir: Path, tolerant: bool
+) -> None:
+    """NEXT and BROKEN (spec 10.2.2): a blank last segment counts as a higher segment present, but is never the
+    segment the walk resumes at; the chain is broken at the gap and the log ends there."""
+    write_log(log_dir, [b"a", None, b"b"])
+    segment(log_dir, 2).unlink()
+    segment(log_dir, 3).write_bytes(bytes(256))
+    with Reader(log_dir, tolerant=tolerant) as reader:
+        if not tolerant:
+            with pytest.raises(BinlogError) as failed:
+                list(reader)
+            assert (failed.value.error_class, failed.value.log) == ("chain_broken", 2)
+            return
+        assert [entry.payload for entry in reader] == [b"a"]
+        damage = reader.damage
+    assert [(d.error_class, d.log, d.offset, d.index, d.bytes_skipped, d.next_index) for d in damage] == [
+        ("chain_broken", 2, None, 2, 0, None)
+    ]
+
+
 @pytest.mark.spec("R-25", "R-39")
 def test_tolerant_resync_in_a_finished_segment_searches_up_to_its_tail_end(tmp_path: Path) -> None:
     # Segment 1 is finished, not sealed: its commit point is 342, and records 3 and 4 lie beyond it,
