@@ -21,40 +21,6 @@ final class PlannedRead {
 
     private PlannedRead() {}
 
-    /** A {@link Storage} that counts the bytes its reads deliver. */
-    private static final class Counting implements Storage {
-        private final Storage storage;
-        long bytes;
-        long indexBytes;
-
-        Counting(Storage storage) {
-            this.storage = storage;
-        }
-
-        @Override
-        public List<String> list() throws IOException {
-            return storage.list();
-        }
-
-        @Override
-        public long size(String name) throws IOException {
-            return storage.size(name);
-        }
-
-        @Override
-        public int read(String name, long pos, byte[] buf, int off, int len) throws IOException {
-            int got = storage.read(name, pos, buf, off, len);
-            bytes += Math.max(got, 0);
-            indexBytes += name.endsWith(".idx") ? Math.max(got, 0) : 0;
-            return got;
-        }
-
-        @Override
-        public String describe(String name) {
-            return storage.describe(name);
-        }
-    }
-
     static ObjectNode read(JsonNode request) {
         boolean tolerant = request.path("tolerant").asBoolean(false);
         boolean split = request.hasNonNull("parts");
@@ -75,7 +41,7 @@ final class PlannedRead {
                 damage.add(Testee.damageJson(d));
             }
         };
-        Counting storage = new Counting(new LocalStorage(Paths.get(request.path("path").asText())));
+        CountingStorage storage = new CountingStorage(new LocalStorage(Paths.get(request.path("path").asText())));
         JsonNode error = null;
         try (LogReader reader = new LogReader(storage)) {
             if (split) {
@@ -107,8 +73,8 @@ final class PlannedRead {
         if (split) {
             reply.set("cuts", cuts);
         }
-        return reply.put("bytes_read", Long.toString(storage.bytes))
-                .put("index_bytes_read", Long.toString(storage.indexBytes));
+        return reply.put("bytes_read", Long.toString(storage.bytes()))
+                .put("index_bytes_read", Long.toString(storage.indexBytes()));
     }
 
     private static Bounds bounds(JsonNode b) {

@@ -14,6 +14,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.openbinlog.format.BinlogException;
+import org.openbinlog.format.CountingStorage;
 import org.openbinlog.format.Damage;
 import org.openbinlog.format.LogReader;
 import org.openbinlog.format.Record;
