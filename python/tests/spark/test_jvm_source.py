@@ -251,3 +251,14 @@ def test_splits_cut_at_index_entries_are_exact_over_payloads_that_hold_records(
     log = log_of_logs(tmp_path / "log", 3000, interval=512)
     frame = spark.read.format(FORMAT).option("maxPartitionBytes", split_bytes).option("mode", "FAILFAST")
     assert collected(frame.load(str(log))) == (strict_reference(log), [])
+
+
+def test_without_pushdown_filters_neither_prune_nor_narrow(spark: SparkSession, sealed: Path) -> None:
+    """Option pushdown=false, for a log whose timestamps go back (W-9 broken): every segment read whole."""
+    frame = spark.read.format(FORMAT).option("pushdown", "false").load(str(sealed))
+    records, read, plan = _scan(frame.where("index between 7000 and 9000 and timestamp > timestamp_micros(0)"))
+    assert [row[2] for row in records] == list(range(7000, 9001))
+    assert "PushedFilters: []" in plan
+    assert read >= (sealed / "00000001.dat").stat().st_size - 256
+    with pytest.raises(Exception, match="option pushdown: 'maybe' is not true or false"):
+        spark.read.format(FORMAT).option("pushdown", "maybe").load(str(sealed)).collect()

@@ -31,7 +31,7 @@ final class BinlogScanBuilder implements ScanBuilder, SupportsPushDownFilters, S
     @Override
     public Filter[] pushFilters(Filter[] filters) {
         List<Filter> taken = new ArrayList<>();
-        for (Filter filter : filters) {
+        for (Filter filter : options.pushdown ? filters : new Filter[0]) {
             if (LogPruning.understands(filter) || RowBounds.understands(filter)) {
                 taken.add(filter);
             }

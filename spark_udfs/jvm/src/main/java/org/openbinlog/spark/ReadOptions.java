@@ -24,13 +24,17 @@ final class ReadOptions implements Serializable {
     /** The split size the read asks for; null: sized as Spark sizes splits of files ({@link BinlogScan}). */
     final Long maxPartitionBytes;
     final int maxCorruptRecordBytes;
+    /** Whether filters prune and narrow the read (option {@code pushdown}, as the Python source's). */
+    final boolean pushdown;
 
-    private ReadOptions(String path, Mode mode, String corruptColumn, Long maxPartitionBytes, int maxCorruptRecordBytes) {
+    private ReadOptions(String path, Mode mode, String corruptColumn, Long maxPartitionBytes, int maxCorruptRecordBytes,
+            boolean pushdown) {
         this.path = path;
         this.mode = mode;
         this.corruptColumn = corruptColumn;
         this.maxPartitionBytes = maxPartitionBytes;
         this.maxCorruptRecordBytes = maxCorruptRecordBytes;
+        this.pushdown = pushdown;
     }
 
     /** Damage is stepped over (spec readers 10.4) unless the read fails at the first. */
@@ -75,7 +79,11 @@ final class ReadOptions implements Serializable {
         if (corruptBytes > Integer.MAX_VALUE - 8) {
             throw new OptionException("option maxCorruptRecordBytes must stay below 2 GiB");
         }
-        return new ReadOptions(path, mode, corrupt, maxBytes, (int) corruptBytes);
+        String pushdown = lower.getOrDefault("pushdown", "true").trim().toLowerCase(Locale.ROOT);
+        if (!pushdown.equals("true") && !pushdown.equals("false")) {
+            throw new OptionException("option pushdown: '" + pushdown + "' is not true or false");
+        }
+        return new ReadOptions(path, mode, corrupt, maxBytes, (int) corruptBytes, pushdown.equals("true"));
     }
 
     /** A size such as {@code 16m}, {@code 1 GiB} or {@code 4096}. */
