@@ -65,6 +65,10 @@ SPARK_TIMEOUT = 1800.0
 START_TIMEOUT = 600.0
 MASTERS = ("local[1]", "local[2]")
 DRIVER_MEMORY = "3g"  # every session's heap (local mode: the driver is the executor)
+# Every session's collector and a heap of fixed size: left to itself the JVM takes the serial collector on one
+# CPU and G1 on two, and sizes its heap by what earlier scans allocated, so that local[2] against local[1] (R2)
+# would compare collectors and histories as much as cores. The parallel collector is the same algorithm on both.
+JVM_OPTIONS = f"-XX:+UseParallelGC -Xms{DRIVER_MEMORY}"
 FIRST_MASTER = "local[2]"  # R5: the machine's every core, as local[*] gives it
 BINLOG, PREBUILT = "binlog", "prebuilt"  # PREBUILT: the log's first batch sent again and again (R3.ceiling)
 JVM = "binlog-jvm"  # the JVM source (spark_udfs/jvm), the same reading in Spark's own process
@@ -229,6 +233,7 @@ def _session(master: str) -> SparkSession:
         # binaryFile holds a whole segment (64 MiB) per row, several times over while it turns rows into Arrow
         # batches: two such tasks outgrow the default heap of 1 GiB on the 1 GB logs.
         .config("spark.driver.memory", DRIVER_MEMORY)
+        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
