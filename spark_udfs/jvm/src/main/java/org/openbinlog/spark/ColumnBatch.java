@@ -2,6 +2,8 @@ package org.openbinlog.spark;
 
 import java.nio.charset.StandardCharsets;
 
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.execution.vectorized.ColumnVectorUtils;
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
@@ -15,7 +17,8 @@ import org.openbinlog.format.Damage;
 /**
  * Rows of the read schema written straight into Spark's column vectors, as its Parquet reader fills them, so
  * that Spark turns them into rows with its generated code. A batch holds the rows of one segment file: its
- * {@code file} column is one constant. Reused: {@link #start} empties it for the next rows.
+ * {@code file} column is one constant, and so is each partition column (one log directory's values, set once).
+ * Reused: {@link #start} empties it for the next rows.
  */
 final class ColumnBatch implements AutoCloseable {
     static final int ROWS = 4096;
@@ -36,14 +39,20 @@ final class ColumnBatch implements AutoCloseable {
     private int rows;
     private long bytes;
 
-    ColumnBatch(StructType readSchema, Columns.Kind[] kinds) {
+    /** {@code partitions}: the values of the read schema's partition columns, in its order. */
+    ColumnBatch(StructType readSchema, Columns.Kind[] kinds, InternalRow partitions) {
         ColumnVector[] vectors = new ColumnVector[kinds.length];
         WritableColumnVector[] byKind = new WritableColumnVector[Columns.Kind.values().length];
         ConstantColumnVector constant = null;
+        int partition = 0;
         for (int i = 0; i < kinds.length; i++) {
             if (kinds[i] == Columns.Kind.FILE) {
                 constant = new ConstantColumnVector(ROWS, DataTypes.StringType);
                 vectors[i] = constant;
+            } else if (kinds[i] == Columns.Kind.PARTITION) {
+                ConstantColumnVector value = new ConstantColumnVector(ROWS, readSchema.fields()[i].dataType());
+                ColumnVectorUtils.populate(value, partitions, partition++);
+                vectors[i] = value;
             } else {
                 byKind[kinds[i].ordinal()] = new OnHeapColumnVector(ROWS, readSchema.fields()[i].dataType());
                 vectors[i] = byKind[kinds[i].ordinal()];

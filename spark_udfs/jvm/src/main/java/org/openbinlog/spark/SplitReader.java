@@ -49,7 +49,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         Columns.Kind[] kinds = Columns.kinds(readSchema, options);
         ColumnBatch[] made = new ColumnBatch[BATCHES];
         for (int i = 0; i < BATCHES; i++) {
-            made[i] = new ColumnBatch(readSchema, kinds);
+            made[i] = new ColumnBatch(readSchema, kinds, part.partitions);
         }
         batches = List.of(made);
         free.addAll(batches);
@@ -60,8 +60,8 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
     private void walk() {
         try {
-            Storage opened = Storages.open(part.path, part.hadoop);
-            CountingStorage storage = new CountingStorage(opened);
+            Storage opened = Storages.open(part.directory, part.hadoop);
+            CountingStorage storage = new CountingStorage(new SelectedStorage(opened, part.names));
             try (LogReader reader = new LogReader(storage)) {
                 BatchSink sink = new BatchSink(storage);
                 try {
@@ -200,7 +200,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             next = filled.take();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new InterruptedIOException("interrupted while reading " + part.path);
+            throw new InterruptedIOException("interrupted while reading " + part.directory);
         }
         if (next.isEmpty()) {
             ended = true;
