@@ -36,6 +36,7 @@ final class ColumnBatch implements AutoCloseable {
     private final WritableColumnVector corrupt;
     private final WritableColumnVector error;
     private int segment;
+    private UTF8String fileName;
     private int rows;
     private long bytes;
 
@@ -76,6 +77,7 @@ final class ColumnBatch implements AutoCloseable {
     /** Empties the batch for rows of segment {@code segment}, whose file is {@code fileName}. */
     void start(int segment, UTF8String fileName) {
         this.segment = segment;
+        this.fileName = fileName;
         rows = 0;
         bytes = 0;
         for (int i = 0; i < batch.numCols(); i++) {
@@ -88,9 +90,9 @@ final class ColumnBatch implements AutoCloseable {
         }
     }
 
-    /** Whether a row of segment {@code segment} may be added. */
-    boolean takes(int segment) {
-        return segment == this.segment && rows < ROWS && bytes < BYTES;
+    /** Whether a row of segment {@code segment} whose file is {@code fileName} may be added. */
+    boolean takes(int segment, UTF8String fileName) {
+        return segment == this.segment && fileName.equals(this.fileName) && rows < ROWS && bytes < BYTES;
     }
 
     /** A record's row; its payload is {@code length} bytes of {@code b} from {@code at}, copied here. */

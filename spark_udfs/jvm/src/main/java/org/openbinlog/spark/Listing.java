@@ -32,7 +32,7 @@ import org.openbinlog.format.LogReader;
  * is set, which (as in Spark) turns partition inference off. Only the listing: the reading rules are the core's.
  */
 final class Listing {
-    static final String NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__";
+    private static final String NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__";
     private static final String LOCK = "LOCK";
     private static final Pattern GLOB_MAGIC = Pattern.compile("[*?\\[{]");
 
@@ -201,7 +201,7 @@ final class Listing {
     }
 
     /** Spark's escaping of partition directory names undone: {@code %XX} sequences, as UTF-8 ({@code +} stays). */
-    static String unescape(String text) {
+    private static String unescape(String text) {
         if (text.indexOf('%') < 0) {
             return text;
         }
