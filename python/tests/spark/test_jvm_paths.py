@@ -160,10 +160,27 @@ def test_a_directory_of_logs_without_partitions_reads_every_log(spark: SparkSess
 
 def test_modification_times_select_segment_files(spark: SparkSession, tmp_path: Path) -> None:
     directory = build_log(tmp_path / "log")
-    os.utime(segment(directory, 1), (1_600_000_000, 1_600_000_000))  # 2020-09-13
-    for option, logs in (("modifiedAfter", {2, 3}), ("modifiedBefore", {1})):
-        rows = _same(spark, [str(directory)], {option: "2021-01-01T00:00:00"})
-        assert {row[0] for row in rows} == logs
+    os.utime(segment(directory, 1), (1_600_000_000, 1_600_000_000))  # 2020-09-13T12:26:40Z
+    for options, logs in (
+        ({"modifiedAfter": "2021-01-01T00:00:00"}, {2, 3}),
+        ({"modifiedBefore": "2021-01-01T00:00:00"}, {1}),
+        ({"modifiedAfter": "2020-09-13T14:26:39+02:00"}, {1, 2, 3}),
+        ({"modifiedAfter": "2020-09-13T14:26:41+02:00"}, {2, 3}),
+        ({"modifiedAfter": "2020-09-13 14:26:41", "timeZone": "Europe/Paris"}, {2, 3}),
+        ({"modifiedBefore": "2020-09-13T14:26:41", "timeZone": "+02:00"}, {1}),
+    ):
+        rows = _same(spark, [str(directory)], options)
+        assert {row[0] for row in rows} == logs, options
+
+
+def test_a_partition_value_that_changed_type_since_load_fails_the_query(spark: SparkSession, tmp_path: Path) -> None:
+    build_log(tmp_path / "hour=7" / "log", records=10)
+    frame = spark.read.format("binlog-jvm").load(str(tmp_path))
+    assert frame.schema["hour"].dataType.simpleString() == "int"
+    build_log(tmp_path / "hour=late" / "log", records=10)
+    with pytest.raises(Exception, match=r"hour=late/log: the value 'late' of hour is not of its type at load\(\), int"):
+        frame.collect()
+    assert spark.read.format("binlog-jvm").load(str(tmp_path)).schema["hour"].dataType.simpleString() == "string"
 
 
 A, B, C = TREE

@@ -125,8 +125,7 @@ final class Partitions {
             return UTF8String.fromString(raw);
         }
         throw new IllegalStateException("partition directory " + directory + ": the value '" + raw + "' of "
-                + field.name() + " is not a " + type.simpleString() + ", the type its values had at load(): load the"
-                + " path again");
+                + field.name() + " is not of its type at load(), " + type.simpleString() + ": load the path again");
     }
 
     /** The columns of {@code fields} in {@code schema}'s order, and their values in {@code row}. */
