@@ -16,6 +16,16 @@ public final class LogReader implements AutoCloseable {
         this.view = new LogView(storage);
     }
 
+    /** The log number a directory entry names as a segment, plain or compressed; 0 for any other name. */
+    public static int segmentNumber(String name) {
+        return LogView.number(name);
+    }
+
+    /** The name of segment {@code log}'s sparse index (index §18.2). */
+    public static String indexName(int log) {
+        return IndexFile.name(log);
+    }
+
     /** The segments present, in log order, with what their headers say (-1 where a header fails its checks). */
     public List<SegmentInfo> segments() throws IOException {
         List<SegmentInfo> out = new ArrayList<>();

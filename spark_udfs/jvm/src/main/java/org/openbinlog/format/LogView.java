@@ -44,9 +44,9 @@ final class LogView {
             TreeSet<Integer> numbers = new TreeSet<>();
             lock = names.contains("LOCK");
             for (String name : names) {
-                int n;
-                if (SEGMENT.matcher(name).matches() && (n = Integer.parseInt(name.substring(0, 8))) != 0) {
-                    numbers.add(n); // 00000000.dat names no segment: log number 0 is never used
+                int n = number(name);
+                if (n != 0) {
+                    numbers.add(n);
                 }
             }
             blank = 0;
@@ -73,6 +73,12 @@ final class LogView {
             }
             return;
         }
+    }
+
+    /** The log number of a segment's name, plain or compressed; 0 for any other name. */
+    static int number(String name) {
+        // 00000000.dat names no segment: log number 0 is never used.
+        return SEGMENT.matcher(name).matches() ? Integer.parseInt(name.substring(0, 8)) : 0;
     }
 
     /** Format §3.5: at most 256 bytes, all zero, a file of no bytes included. */

@@ -1,5 +1,6 @@
 package org.openbinlog.spark;
 
+import java.util.List;
 import java.util.Map;
 
 import org.apache.spark.sql.connector.catalog.Table;
@@ -10,8 +11,9 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * {@code spark.read.format("binlog-jvm").load(DIR)}: a BinLog log directory read by Spark's JVM data source API,
- * with the reader core of {@code org.openbinlog.format}. Its rows are the Python source's ({@code binlog}).
+ * {@code spark.read.format("binlog-jvm").load(PATH, ...)}: the BinLog logs found under the load paths ({@link
+ * Listing}), read by Spark's JVM data source API with the reader core of {@code org.openbinlog.format}. Its rows
+ * are the Python source's ({@code binlog}).
  */
 public final class BinlogJvmSource implements TableProvider, DataSourceRegister {
     public static final String NAME = "binlog-jvm";
@@ -24,10 +26,10 @@ public final class BinlogJvmSource implements TableProvider, DataSourceRegister 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         ReadOptions read = ReadOptions.parse(options);
-        if (Storages.local(read.path) && !java.nio.file.Files.exists(Storages.localPath(read.path))) {
-            throw SparkErrors.pathNotFound(read.path); // at load(), as Spark's file sources do
-        }
-        return Columns.schema(read);
+        // Listed at load(), as Spark's file sources do: a missing path fails here, and partition directories are
+        // columns. Each query lists again, to read the segments and logs there are then.
+        List<Listing.Log> logs = Listing.logs(read, Listing.sessionHadoopConf());
+        return Columns.schema(read, Partitions.fields(logs, Columns.reserved(read)));
     }
 
     @Override

@@ -16,23 +16,27 @@ import org.apache.spark.sql.types.StructType;
  */
 final class BinlogScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
     private final ReadOptions options;
+    private final StructType partitions;
     private StructType readSchema;
     private Filter[] pushed = new Filter[0];
 
     BinlogScanBuilder(StructType schema, ReadOptions options) {
         this.readSchema = schema;
         this.options = options;
+        this.partitions = Columns.partitions(schema, options);
     }
 
     /**
-     * Takes the filters on {@code log} that prune segments, and on {@code index} and {@code timestamp} that bound
-     * the rows read ({@link RowBounds}); Spark evaluates every filter on the rows again.
+     * Takes the filters on {@code log} that prune segments, on partition columns that prune logs, and on
+     * {@code index} and {@code timestamp} that bound the rows read ({@link RowBounds}); Spark evaluates every
+     * filter on the rows again.
      */
     @Override
     public Filter[] pushFilters(Filter[] filters) {
         List<Filter> taken = new ArrayList<>();
         for (Filter filter : options.pushdown ? filters : new Filter[0]) {
-            if (LogPruning.understands(filter) || RowBounds.understands(filter)) {
+            if (LogPruning.understands(filter) || RowBounds.understands(filter)
+                    || Partitions.understands(filter, partitions)) {
                 taken.add(filter);
             }
         }
@@ -52,6 +56,6 @@ final class BinlogScanBuilder implements ScanBuilder, SupportsPushDownFilters, S
 
     @Override
     public Scan build() {
-        return new BinlogScan(readSchema, options, pushed);
+        return new BinlogScan(readSchema, partitions, options, pushed);
     }
 }

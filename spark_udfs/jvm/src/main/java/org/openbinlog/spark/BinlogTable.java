@@ -11,7 +11,7 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** One log directory, read in batches. */
+/** The logs under the load paths, read in batches. */
 final class BinlogTable implements SupportsRead {
     private final StructType schema;
 

@@ -2,6 +2,8 @@ package org.openbinlog.spark;
 
 import java.nio.charset.StandardCharsets;
 
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.execution.vectorized.ColumnVectorUtils;
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
@@ -15,7 +17,8 @@ import org.openbinlog.format.Damage;
 /**
  * Rows of the read schema written straight into Spark's column vectors, as its Parquet reader fills them, so
  * that Spark turns them into rows with its generated code. A batch holds the rows of one segment file: its
- * {@code file} column is one constant. Reused: {@link #start} empties it for the next rows.
+ * {@code file} column is one constant, and so is each partition column (one log directory's values, set once).
+ * Reused: {@link #start} empties it for the next rows.
  */
 final class ColumnBatch implements AutoCloseable {
     static final int ROWS = 4096;
@@ -33,17 +36,24 @@ final class ColumnBatch implements AutoCloseable {
     private final WritableColumnVector corrupt;
     private final WritableColumnVector error;
     private int segment;
+    private UTF8String fileName;
     private int rows;
     private long bytes;
 
-    ColumnBatch(StructType readSchema, Columns.Kind[] kinds) {
+    /** {@code partitions}: the values of the read schema's partition columns, in its order. */
+    ColumnBatch(StructType readSchema, Columns.Kind[] kinds, InternalRow partitions) {
         ColumnVector[] vectors = new ColumnVector[kinds.length];
         WritableColumnVector[] byKind = new WritableColumnVector[Columns.Kind.values().length];
         ConstantColumnVector constant = null;
+        int partition = 0;
         for (int i = 0; i < kinds.length; i++) {
             if (kinds[i] == Columns.Kind.FILE) {
                 constant = new ConstantColumnVector(ROWS, DataTypes.StringType);
                 vectors[i] = constant;
+            } else if (kinds[i] == Columns.Kind.PARTITION) {
+                ConstantColumnVector value = new ConstantColumnVector(ROWS, readSchema.fields()[i].dataType());
+                ColumnVectorUtils.populate(value, partitions, partition++);
+                vectors[i] = value;
             } else {
                 byKind[kinds[i].ordinal()] = new OnHeapColumnVector(ROWS, readSchema.fields()[i].dataType());
                 vectors[i] = byKind[kinds[i].ordinal()];
@@ -67,6 +77,7 @@ final class ColumnBatch implements AutoCloseable {
     /** Empties the batch for rows of segment {@code segment}, whose file is {@code fileName}. */
     void start(int segment, UTF8String fileName) {
         this.segment = segment;
+        this.fileName = fileName;
         rows = 0;
         bytes = 0;
         for (int i = 0; i < batch.numCols(); i++) {
@@ -79,9 +90,9 @@ final class ColumnBatch implements AutoCloseable {
         }
     }
 
-    /** Whether a row of segment {@code segment} may be added. */
-    boolean takes(int segment) {
-        return segment == this.segment && rows < ROWS && bytes < BYTES;
+    /** Whether a row of segment {@code segment} whose file is {@code fileName} may be added. */
+    boolean takes(int segment, UTF8String fileName) {
+        return segment == this.segment && fileName.equals(this.fileName) && rows < ROWS && bytes < BYTES;
     }
 
     /** A record's row; its payload is {@code length} bytes of {@code b} from {@code at}, copied here. */

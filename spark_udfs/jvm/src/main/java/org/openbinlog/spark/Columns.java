@@ -1,7 +1,11 @@
 package org.openbinlog.spark;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -9,7 +13,7 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The DataFrame's columns, the same as the Python source's (openbinlog_spark columns.py): the record fields and
- * {@code file}, then, in PERMISSIVE mode only, the corrupt-record column and {@code _error}.
+ * {@code file}, the partition columns, then, in PERMISSIVE mode only, the corrupt-record column and {@code _error}.
  */
 final class Columns {
     static final String ERROR_COLUMN = "_error";
@@ -21,11 +25,29 @@ final class Columns {
     });
 
     /** What a column of the read schema holds; batches are filled for the columns Spark asked for only. */
-    enum Kind { LOG, OFFSET, INDEX, ASQN, TIMESTAMP, PAYLOAD, FILE, CORRUPT, ERROR }
+    enum Kind { LOG, OFFSET, INDEX, ASQN, TIMESTAMP, PAYLOAD, FILE, PARTITION, CORRUPT, ERROR }
+
+    private static final Map<String, Kind> RECORD = Map.of("log", Kind.LOG, "offset", Kind.OFFSET, "index",
+            Kind.INDEX, "asqn", Kind.ASQN, "timestamp", Kind.TIMESTAMP, "payload", Kind.PAYLOAD, "file", Kind.FILE);
 
     private Columns() {}
 
-    static StructType schema(ReadOptions options) {
+    /** Names no partition column takes: the source's columns, and those of the Python source's report rows. */
+    static Set<String> reserved(ReadOptions options) {
+        Set<String> names = new HashSet<>(RECORD.keySet());
+        names.addAll(List.of("error_class", "message", "bytes_skipped", "resume_index", ERROR_COLUMN,
+                options.corruptColumn));
+        return names;
+    }
+
+    /** The partition columns of a schema this class made. */
+    static StructType partitions(StructType schema, ReadOptions options) {
+        return new StructType(Arrays.stream(schema.fields())
+                .filter(field -> kind(field.name(), options) == Kind.PARTITION)
+                .toArray(StructField[]::new));
+    }
+
+    static StructType schema(ReadOptions options, StructType partitions) {
         List<StructField> fields = new ArrayList<>(List.of(
             DataTypes.createStructField("log", DataTypes.IntegerType, true),
             DataTypes.createStructField("offset", DataTypes.LongType, true),
@@ -34,6 +56,7 @@ final class Columns {
             DataTypes.createStructField("timestamp", DataTypes.TimestampType, true),
             DataTypes.createStructField("payload", DataTypes.BinaryType, true),
             DataTypes.createStructField("file", DataTypes.StringType, true)));
+        fields.addAll(List.of(partitions.fields()));
         String corrupt = options.corruptRows();
         if (corrupt != null) {
             fields.add(DataTypes.createStructField(corrupt, DataTypes.BinaryType, true));
@@ -45,15 +68,18 @@ final class Columns {
     static Kind[] kinds(StructType readSchema, ReadOptions options) {
         Kind[] kinds = new Kind[readSchema.fields().length];
         for (int i = 0; i < kinds.length; i++) {
-            String name = readSchema.fields()[i].name();
-            if (name.equals(options.corruptRows())) {
-                kinds[i] = Kind.CORRUPT;
-            } else if (name.equals(ERROR_COLUMN)) {
-                kinds[i] = Kind.ERROR;
-            } else {
-                kinds[i] = Kind.valueOf(name.toUpperCase(java.util.Locale.ROOT));
-            }
+            kinds[i] = kind(readSchema.fields()[i].name(), options);
         }
         return kinds;
+    }
+
+    private static Kind kind(String name, ReadOptions options) {
+        if (name.equals(options.corruptRows())) {
+            return Kind.CORRUPT;
+        }
+        if (name.equals(ERROR_COLUMN)) {
+            return Kind.ERROR;
+        }
+        return RECORD.getOrDefault(name, Kind.PARTITION);
     }
 }

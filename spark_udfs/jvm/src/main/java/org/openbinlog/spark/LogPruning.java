@@ -22,10 +22,10 @@ final class LogPruning {
         return Arrays.asList(filter.references()).equals(java.util.List.of(LOG)) && logs(filter) != null;
     }
 
-    /** Whether rows read from segment {@code log} may pass every filter. */
+    /** Whether rows read from segment {@code log} may pass every filter on {@code log}. */
     static boolean keeps(Filter[] filters, long log) {
         for (Filter filter : filters) {
-            if (!holds(filter, log) && !holds(filter, log + 1)) {
+            if (understands(filter) && !holds(filter, log) && !holds(filter, log + 1)) {
                 return false;
             }
         }

@@ -1,11 +1,21 @@
 package org.openbinlog.spark;
 
 import java.io.Serializable;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.TemporalAccessor;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.spark.sql.catalyst.util.DateTimeUtils;
 import org.apache.spark.sql.internal.SQLConf;
 
 /**
@@ -18,7 +28,16 @@ final class ReadOptions implements Serializable {
 
     enum Mode { PERMISSIVE, DROPMALFORMED, FAILFAST }
 
-    final String path;
+    /** The load paths, globs allowed: {@code load(p)} or {@code load(p1, p2)}. */
+    final List<String> paths;
+    /** Spark's generic file options, as the Python source honours them (openbinlog_spark listing.py). */
+    final String pathGlobFilter;
+    final boolean recursive;
+    final String basePath;
+    /** Bounds on a segment file's modification time, in epoch microseconds; null: none. */
+    final Long modifiedBeforeUs;
+    final Long modifiedAfterUs;
+    final boolean ignoreMissing;
     final Mode mode;
     final String corruptColumn;
     /** The split size the read asks for; null: sized as Spark sizes splits of files ({@link BinlogScan}). */
@@ -27,9 +46,16 @@ final class ReadOptions implements Serializable {
     /** Whether filters prune and narrow the read (option {@code pushdown}, as the Python source's). */
     final boolean pushdown;
 
-    private ReadOptions(String path, Mode mode, String corruptColumn, Long maxPartitionBytes, int maxCorruptRecordBytes,
-            boolean pushdown) {
-        this.path = path;
+    private ReadOptions(List<String> paths, Map<String, String> lower, Mode mode, String corruptColumn,
+            Long maxPartitionBytes, int maxCorruptRecordBytes, boolean pushdown) {
+        this.paths = paths;
+        this.pathGlobFilter = lower.get("pathglobfilter");
+        this.recursive = flag(lower, "recursiveFileLookup", false);
+        this.basePath = lower.get("basepath");
+        this.ignoreMissing = flag(lower, "ignoreMissingFiles", SQLConf.get().ignoreMissingFiles());
+        ZoneId zone = zone(lower.getOrDefault("timezone", SQLConf.get().sessionLocalTimeZone()));
+        this.modifiedBeforeUs = time(lower, "modifiedBefore", zone);
+        this.modifiedAfterUs = time(lower, "modifiedAfter", zone);
         this.mode = mode;
         this.corruptColumn = corruptColumn;
         this.maxPartitionBytes = maxPartitionBytes;
@@ -54,8 +80,8 @@ final class ReadOptions implements Serializable {
                 lower.put(key.toLowerCase(Locale.ROOT), value);
             }
         });
-        String path = lower.get("path");
-        if (path == null || path.isEmpty()) {
+        List<String> paths = paths(lower);
+        if (paths.isEmpty()) {
             throw new OptionException("a path is required: spark.read.format(\"binlog-jvm\").load(DIR)");
         }
         String modeText = lower.getOrDefault("mode", "PERMISSIVE").toUpperCase(Locale.ROOT);
@@ -79,11 +105,75 @@ final class ReadOptions implements Serializable {
         if (corruptBytes > Integer.MAX_VALUE - 8) {
             throw new OptionException("option maxCorruptRecordBytes must stay below 2 GiB");
         }
-        String pushdown = lower.getOrDefault("pushdown", "true").trim().toLowerCase(Locale.ROOT);
-        if (!pushdown.equals("true") && !pushdown.equals("false")) {
-            throw new OptionException("option pushdown: '" + pushdown + "' is not true or false");
+        return new ReadOptions(paths, lower, mode, corrupt, maxBytes, (int) corruptBytes,
+                flag(lower, "pushdown", true));
+    }
+
+    /** The load paths: Spark passes one as {@code path}, several as {@code paths}, a JSON array. */
+    private static List<String> paths(Map<String, String> lower) {
+        String several = lower.get("paths");
+        if (several == null) {
+            String path = lower.get("path");
+            return path == null || path.isEmpty() ? List.of() : List.of(path);
         }
-        return new ReadOptions(path, mode, corrupt, maxBytes, (int) corruptBytes, pushdown.equals("true"));
+        try {
+            return List.of(new ObjectMapper().readValue(several, String[].class));
+        } catch (java.io.IOException e) {
+            throw new OptionException("option paths: not a JSON array of strings: " + several);
+        }
+    }
+
+    /** A flag, as the Python source reads one: true, 1, yes or false, 0, no. */
+    private static boolean flag(Map<String, String> lower, String name, boolean otherwise) {
+        String text = lower.get(name.toLowerCase(Locale.ROOT));
+        if (text == null) {
+            return otherwise;
+        }
+        String value = text.trim().toLowerCase(Locale.ROOT);
+        if (value.equals("true") || value.equals("1") || value.equals("yes")) {
+            return true;
+        }
+        if (value.equals("false") || value.equals("0") || value.equals("no")) {
+            return false;
+        }
+        throw new OptionException("option " + name + ": '" + text + "' is not true or false");
+    }
+
+    private static ZoneId zone(String text) {
+        try {
+            return DateTimeUtils.getZoneId(text.trim());
+        } catch (java.time.DateTimeException e) {
+            throw new OptionException("option timeZone: '" + text + "' is not a time zone (UTC, Europe/Paris, +02:00)");
+        }
+    }
+
+    /**
+     * An ISO time ({@code 2024-05-01T10:00:00}, a date, an offset or {@code Z}) in epoch microseconds; without an
+     * offset it is a time in {@code zone}, the session's. The instant it names, as the Python source takes it.
+     */
+    private static Long time(Map<String, String> lower, String name, ZoneId zone) {
+        String text = lower.get(name.toLowerCase(Locale.ROOT));
+        if (text == null) {
+            return null;
+        }
+        String iso = text.trim();
+        if (iso.length() > 10 && iso.charAt(10) == ' ') {
+            iso = iso.substring(0, 10) + "T" + iso.substring(11);
+        }
+        Instant instant;
+        try {
+            TemporalAccessor parsed = DateTimeFormatter.ISO_DATE_TIME.parseBest(iso, OffsetDateTime::from,
+                    LocalDateTime::from);
+            instant = parsed instanceof OffsetDateTime at ? at.toInstant()
+                    : ((LocalDateTime) parsed).atZone(zone).toInstant();
+        } catch (java.time.DateTimeException e) {
+            try {
+                instant = LocalDate.parse(iso).atStartOfDay(zone).toInstant();
+            } catch (java.time.DateTimeException notDate) {
+                throw new OptionException("option " + name + ": '" + text + "' is not a time like 2024-05-01T10:00:00");
+            }
+        }
+        return Math.addExact(Math.multiplyExact(instant.getEpochSecond(), 1_000_000L), instant.getNano() / 1000);
     }
 
     /** A size such as {@code 16m}, {@code 1 GiB} or {@code 4096}. */

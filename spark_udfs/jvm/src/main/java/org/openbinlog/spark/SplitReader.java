@@ -49,7 +49,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         Columns.Kind[] kinds = Columns.kinds(readSchema, options);
         ColumnBatch[] made = new ColumnBatch[BATCHES];
         for (int i = 0; i < BATCHES; i++) {
-            made[i] = new ColumnBatch(readSchema, kinds);
+            made[i] = new ColumnBatch(readSchema, kinds, part.partitions);
         }
         batches = List.of(made);
         free.addAll(batches);
@@ -60,8 +60,8 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
     private void walk() {
         try {
-            Storage opened = Storages.open(part.path, part.hadoop);
-            CountingStorage storage = new CountingStorage(opened);
+            Storage opened = Storages.open(part.directory, part.hadoop);
+            CountingStorage storage = new CountingStorage(new SelectedStorage(opened, part.names));
             try (LogReader reader = new LogReader(storage)) {
                 BatchSink sink = new BatchSink(storage);
                 try {
@@ -107,6 +107,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     /** Writes the walk's records and damage into batches, by mode. */
     private final class BatchSink implements Sink {
         private final CountingStorage storage;
+        private final UTF8String directory = UTF8String.fromString(part.directory);
         private ColumnBatch batch;
         private int fileLog;
         private UTF8String file;
@@ -115,14 +116,15 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             this.storage = storage;
         }
 
-        /** The batch the next row of segment {@code log} goes to: a new one when the current cannot take it. */
-        private ColumnBatch batch(int log) throws IOException {
-            if (batch != null && !batch.takes(log)) {
+        /** The batch the next row of segment {@code log} from {@code file} goes to: a new one when the current
+         * cannot take it. */
+        private ColumnBatch batch(int log, UTF8String file) throws IOException {
+            if (batch != null && !batch.takes(log, file)) {
                 flush();
             }
             if (batch == null) {
                 batch = take();
-                batch.start(log, file(log));
+                batch.start(log, file);
             }
             return batch;
         }
@@ -145,7 +147,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         @Override
         public void record(int log, long offset, long index, long asqn, long timestampUs, boolean checked,
                 byte[] bytes, int at, int length) throws IOException {
-            batch(log).record(log, offset, index, asqn, timestampUs, checked, bytes, at, length);
+            batch(log, file(log)).record(log, offset, index, asqn, timestampUs, checked, bytes, at, length);
         }
 
         @Override
@@ -154,7 +156,8 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
                 return; // DROPMALFORMED: the damaged bytes are dropped; FAILFAST never gets here
             }
             byte[] raw = raw(d);
-            batch(d.log()).damage(d, raw);
+            // A missing segment (no offset) has no file: its row names the log directory, as the Python source's.
+            batch(d.log(), d.offset() < 0 ? directory : file(d.log())).damage(d, raw);
         }
 
         /** Up to maxCorruptRecordBytes of the bytes stepped over, for the corrupt-record column. */
@@ -200,7 +203,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             next = filled.take();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new InterruptedIOException("interrupted while reading " + part.path);
+            throw new InterruptedIOException("interrupted while reading " + part.directory);
         }
         if (next.isEmpty()) {
             ended = true;

@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Paths;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.hadoop.conf.Configuration;
 import org.openbinlog.format.LocalStorage;
@@ -11,11 +13,14 @@ import org.openbinlog.format.Storage;
 
 /** The storage of a log directory: local files directly, every other scheme through Hadoop's file systems. */
 final class Storages {
+    private static final Pattern SCHEME = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*):");
+
     private Storages() {}
 
+    /** Whether a path names no scheme but file: a plain path, glob characters included. */
     static boolean local(String path) {
-        String scheme = URI.create(path.replace(" ", "%20")).getScheme();
-        return scheme == null || scheme.equals("file");
+        Matcher scheme = SCHEME.matcher(path);
+        return !scheme.find() || scheme.group(1).equalsIgnoreCase("file");
     }
 
     static java.nio.file.Path localPath(String path) {

@@ -1,0 +1,242 @@
+"""The JVM source (``binlog-jvm``) finds logs as the Python source (``binlog``) does.
+
+Several load paths, globs, a directory of many logs, Spark's file options
+(``pathGlobFilter``, ``recursiveFileLookup``, ``basePath``, ``modifiedBefore``,
+``modifiedAfter``, ``ignoreMissingFiles``) and ``key=value`` partition
+directories: on each layout both sources must give the same schema (columns,
+types, order) and the same rows, every column included. Filters on partition
+columns must return the rows Spark's evaluation keeps, and prune whole logs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logtools import segment
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.utils import AnalysisException
+from test_spark_semantics import build_log, damaged_log
+
+Layout = tuple[list[str], dict[str, str]]  # load paths, options
+
+# A partitioned tree: a date, a string, an int (one null) and a long column between the base and the logs.
+TREE = {
+    "day=2026-01-01/region=eu/hour=7/batch=1": 20,
+    "day=2026-01-01/region=us/hour=__HIVE_DEFAULT_PARTITION__/batch=2": 30,
+    "day=2026-01-02/region=e%20u/hour=23/batch=3000000000": 40,
+}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tree")
+    for number, (below, records) in enumerate(TREE.items()):
+        build_log(root / below / "log", records=records, cut_every=7 + number)
+    # A damaged log among them: its damage rows carry the partition values too.
+    damaged_log(root / "day=2026-01-03" / "region=eu" / "hour=1" / "batch=4", "record_header_bit_flip")
+    # Hidden directories and a stray file are not read (as Spark skips them).
+    build_log(root / "_hidden" / "log", records=5)
+    build_log(root / "day=2026-01-01" / ".staging" / "log", records=5)
+    (root / "day=2026-01-01" / "notes.txt").write_text("not a segment")
+    return root
+
+
+def _row(row: Any) -> tuple[Any, ...]:
+    return tuple(_plain(value) for value in row)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytearray):
+        return bytes(value)
+    if hasattr(value, "asDict"):  # _error: its message is each implementation's own wording, as test_jvm_source
+        return tuple(sorted((key, item) for key, item in value.asDict().items() if key != "message"))
+    return value
+
+
+def _rows(frame: DataFrame) -> list[tuple[Any, ...]]:
+    return sorted((_row(row) for row in frame.collect()), key=repr)
+
+
+def _both(spark: SparkSession, paths: list[str], options: dict[str, str]) -> Iterator[DataFrame]:
+    for name in ("binlog", "binlog-jvm"):
+        reader = spark.read.format(name).options(**options)
+        yield reader.load(paths[0] if len(paths) == 1 else paths)
+
+
+def _same(spark: SparkSession, paths: list[str], options: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+    """The rows both sources read from ``paths``, once checked equal, schema and all."""
+    python, jvm = _both(spark, paths, {"maxPartitionBytes": "4k", **(options or {})})
+    assert jvm.schema == python.schema
+    rows = _rows(jvm)
+    assert rows == _rows(python)
+    return rows
+
+
+def _columns(rows: list[tuple[Any, ...]], frame_columns: list[str], *names: str) -> set[tuple[Any, ...]]:
+    at = [frame_columns.index(name) for name in names]
+    return {tuple(row[i] for i in at) for row in rows}
+
+
+def test_a_partitioned_tree_gives_typed_partition_columns_and_the_same_rows(spark: SparkSession, tree: Path) -> None:
+    rows = _same(spark, [str(tree)])
+    frame = spark.read.format("binlog-jvm").load(str(tree))
+    assert [(field.name, field.dataType.simpleString()) for field in frame.schema.fields[7:11]] == [
+        ("day", "date"),
+        ("region", "string"),
+        ("hour", "int"),
+        ("batch", "bigint"),
+    ]
+    assert frame.columns[11:] == ["_corrupt_record", "_error"]
+    values = _columns(rows, frame.columns, "day", "region", "hour", "batch")
+    assert values == {
+        (date(2026, 1, 1), "eu", 7, 1),
+        (date(2026, 1, 1), "us", None, 2),
+        (date(2026, 1, 2), "e u", 23, 3_000_000_000),
+        (date(2026, 1, 3), "eu", 1, 4),
+    }
+    assert sum(row[frame.columns.index("_error")] is not None for row in rows) >= 1
+    # Every record, but the one whose header is damaged.
+    assert len([row for row in rows if row[frame.columns.index("_error")] is None]) == 90 + 239
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "two paths",
+        "glob of directories",
+        "glob of segment files",
+        "recursiveFileLookup",
+        "pathGlobFilter",
+        "basePath",
+        "dropmalformed",
+    ],
+)
+def test_each_layout_reads_the_same_rows_as_the_python_source(spark: SparkSession, tree: Path, layout: str) -> None:
+    eu = tree / "day=2026-01-01" / "region=eu"
+    layouts: dict[str, Layout] = {
+        "two paths": ([str(eu), str(tree / "day=2026-01-02")], {}),
+        "glob of directories": ([str(tree / "day=2026-01-0[12]" / "region=*")], {}),
+        "glob of segment files": ([str(eu / "hour=7" / "batch=1" / "log" / "0000000[23].dat")], {}),
+        "recursiveFileLookup": ([str(tree)], {"recursiveFileLookup": "true"}),
+        "pathGlobFilter": ([str(tree)], {"pathGlobFilter": "0000000{1,3}.dat"}),
+        "basePath": ([str(eu), str(tree / "day=2026-01-02")], {"basePath": str(tree)}),
+        "dropmalformed": ([str(tree)], {"mode": "DROPMALFORMED"}),
+    }
+    paths, options = layouts[layout]
+    rows = _same(spark, paths, options)
+    columns = spark.read.format("binlog-jvm").options(**options).load(paths[0] if len(paths) == 1 else paths).columns
+    # The segment files rows come from (the row of a missing segment has no offset, and names the log directory).
+    files = {row[columns.index("file")] for row in rows if row[1] is not None}
+    logs = {file.rsplit("/", 1)[0] for file in files}
+    segments = {int(file.rsplit("/", 1)[1][:8]) for file in files}
+    partition_columns = [name for name in columns[7:] if name not in ("_corrupt_record", "_error")]
+    expected: dict[str, tuple[int, set[int] | None, list[str]]] = {
+        "two paths": (2, None, ["hour", "batch", "region"]),  # each load path is its own base
+        "glob of directories": (3, None, ["hour", "batch"]),
+        "glob of segment files": (1, {2, 3}, []),
+        "recursiveFileLookup": (4, None, []),
+        "pathGlobFilter": (4, {1, 3}, ["day", "region", "hour", "batch"]),
+        "basePath": (2, None, ["day", "region", "hour", "batch"]),
+        "dropmalformed": (4, None, ["day", "region", "hour", "batch"]),
+    }
+    count, logs_read, partitions = expected[layout]
+    assert len(logs) == count
+    assert logs_read is None or segments == logs_read
+    assert partition_columns == partitions
+
+
+def test_a_directory_of_logs_without_partitions_reads_every_log(spark: SparkSession, tmp_path: Path) -> None:
+    build_log(tmp_path / "billing", records=20, cut_every=10)
+    build_log(tmp_path / "audit" / "eu", records=30)
+    rows = _same(spark, [str(tmp_path)])
+    assert len(rows) == 50
+    assert spark.read.format("binlog-jvm").load(str(tmp_path)).columns[7] == "_corrupt_record"
+
+
+def test_modification_times_select_segment_files(spark: SparkSession, tmp_path: Path) -> None:
+    directory = build_log(tmp_path / "log")
+    os.utime(segment(directory, 1), (1_600_000_000, 1_600_000_000))  # 2020-09-13T12:26:40Z
+    for options, logs in (
+        ({"modifiedAfter": "2021-01-01T00:00:00"}, {2, 3}),
+        ({"modifiedBefore": "2021-01-01T00:00:00"}, {1}),
+        ({"modifiedAfter": "2020-09-13T14:26:39+02:00"}, {1, 2, 3}),
+        ({"modifiedAfter": "2020-09-13T14:26:41+02:00"}, {2, 3}),
+        ({"modifiedAfter": "2020-09-13 14:26:41", "timeZone": "Europe/Paris"}, {2, 3}),
+        ({"modifiedBefore": "2020-09-13T14:26:41", "timeZone": "+02:00"}, {1}),
+    ):
+        rows = _same(spark, [str(directory)], options)
+        assert {row[0] for row in rows} == logs, options
+
+
+def test_a_partition_value_that_changed_type_since_load_fails_the_query(spark: SparkSession, tmp_path: Path) -> None:
+    build_log(tmp_path / "hour=7" / "log", records=10)
+    frame = spark.read.format("binlog-jvm").load(str(tmp_path))
+    assert frame.schema["hour"].dataType.simpleString() == "int"
+    build_log(tmp_path / "hour=late" / "log", records=10)
+    with pytest.raises(Exception, match=r"hour=late/log: the value 'late' of hour is not of its type at load\(\), int"):
+        frame.collect()
+    assert spark.read.format("binlog-jvm").load(str(tmp_path)).schema["hour"].dataType.simpleString() == "string"
+
+
+A, B, C = TREE
+DAMAGED = "day=2026-01-03/region=eu/hour=1/batch=4"
+
+
+def _segments(tree: Path, below: str) -> list[Path]:
+    return sorted((tree / below).rglob("0*.dat"))
+
+
+@pytest.mark.parametrize(
+    ("condition", "kept"),
+    [
+        ("day = date'2026-01-02'", {C}),
+        ("region in ('us', 'e u') and day < date'2026-01-02'", {B}),
+        ("hour > 7", {C}),
+        ("batch <= 1", {A}),
+        ("hour is null", None),  # IsNull is not judged: Spark alone filters
+        ("batch >= 3000000000 or region = 'us'", None),  # nor is an Or
+    ],
+)
+def test_filters_on_partition_columns_return_the_rows_spark_keeps_and_prune_logs(
+    spark: SparkSession, tree: Path, condition: str, kept: set[str] | None
+) -> None:
+    python, jvm = _both(spark, [str(tree)], {"maxPartitionBytes": "4k"})
+    query = jvm.where(condition)
+    rows = _rows(query)
+    assert rows and rows == _rows(python.where(condition))
+    plan = query._jdf.queryExecution().executedPlan().toString()
+    # Every segment file of a log whose partition values fail a filter is pruned, and no other.
+    pruned = 0 if kept is None else sum(len(_segments(tree, below)) for below in {A, B, C, DAMAGED} - kept)
+    assert f"SegmentsPruned: {pruned} " in plan + " "
+    if kept is not None:
+        assert "PushedFilters: []" not in plan
+
+
+def test_partition_and_log_filters_prune_together(spark: SparkSession, tree: Path) -> None:
+    jvm = spark.read.format("binlog-jvm").option("maxPartitionBytes", "4k").load(str(tree))
+    query = jvm.where("batch = 2 and log = 2")
+    rows = _rows(query.select("log", "index", "batch", "file"))
+    assert {row[0] for row in rows} == {2} and {row[2] for row in rows} == {2} and len(rows) == 8
+    # Kept: segments 1 and 2 of log B (the chain check after segment 1 may report damage at log 2).
+    pruned = sum(len(_segments(tree, below)) for below in (A, C, DAMAGED)) + len(_segments(tree, B)) - 2
+    assert f"SegmentsPruned: {pruned}" in query._jdf.queryExecution().executedPlan().toString()
+
+
+def test_missing_paths_are_path_not_found_unless_ignore_missing_files(spark: SparkSession, tree: Path) -> None:
+    present = str(tree / "day=2026-01-02")
+    for missing in (str(tree / "absent"), str(tree / "absent*")):
+        with pytest.raises(AnalysisException, match=rf"PATH_NOT_FOUND.*{missing.replace('*', '[*]')}"):
+            spark.read.format("binlog-jvm").load([present, missing])
+    rows = _same(spark, [present, str(tree / "absent")], {"ignoreMissingFiles": "true"})
+    assert len(rows) == 40
+
+
+def test_a_directory_that_is_not_a_log_fails_at_load(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(Exception, match=r"io_error in .*empty: not a log directory"):
+        spark.read.format("binlog-jvm").load(str(tmp_path / "empty"))

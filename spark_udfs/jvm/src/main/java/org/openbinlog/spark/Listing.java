@@ -1,0 +1,229 @@
+package org.openbinlog.spark;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.regex.Pattern;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.GlobPattern;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.openbinlog.format.BinlogException;
+import org.openbinlog.format.ErrorClass;
+import org.openbinlog.format.LogReader;
+
+/**
+ * Finding the logs of a read, as the Python source finds them (openbinlog_spark listing.py): every load path,
+ * globs expanded; below a directory, every directory that is not hidden (a name starting with {@code .} or
+ * {@code _}, as Spark skips them); a log is the segment files of one directory that the file options select
+ * ({@code pathGlobFilter} on the file name, {@code modifiedBefore}, {@code modifiedAfter}); {@code key=value}
+ * directory names between the base path and a log are its partition values, unless {@code recursiveFileLookup}
+ * is set, which (as in Spark) turns partition inference off. Only the listing: the reading rules are the core's.
+ */
+final class Listing {
+    private static final String NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__";
+    private static final String LOCK = "LOCK";
+    private static final Pattern GLOB_MAGIC = Pattern.compile("[*?\\[{]");
+
+    /**
+     * One log: the directory (a local path, or a URI), the names of the segment files selected in it, and the
+     * partition directories above it, name to value (null: {@value #NULL_PARTITION}), in path order.
+     */
+    record Log(String directory, List<String> names, Map<String, String> partitions) {}
+
+    private Listing() {}
+
+    /** The session's Hadoop configuration (fs.*, spark.hadoop.*), which Spark's own file sources list with. */
+    static Configuration sessionHadoopConf() {
+        return ((org.apache.spark.sql.classic.SparkSession) SparkSession.active()).sessionState().newHadoopConf();
+    }
+
+    /** Every log the load paths and file options select, ordered by directory. */
+    static List<Log> logs(ReadOptions options, Configuration conf) {
+        try {
+            return new Listing.Run(options, conf).run();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** One listing: the segment files found so far, by directory. */
+    private static final class Run {
+        private final ReadOptions options;
+        private final Configuration conf;
+        private final GlobPattern nameFilter;
+        private final Map<String, TreeSet<String>> names = new TreeMap<>();
+        private final Map<String, Map<String, String>> partitions = new TreeMap<>();
+
+        Run(ReadOptions options, Configuration conf) {
+            this.options = options;
+            this.conf = conf;
+            this.nameFilter = options.pathGlobFilter == null ? null : new GlobPattern(options.pathGlobFilter);
+        }
+
+        List<Log> run() throws IOException {
+            for (String given : options.paths) {
+                boolean local = Storages.local(given);
+                FileSystem fs = local ? FileSystem.getLocal(conf).getRawFileSystem() : new Path(given).getFileSystem(conf);
+                Path path = local ? new Path(Storages.localPath(given).toAbsolutePath().normalize().toString())
+                        : new Path(given);
+                for (FileStatus match : matches(fs, path, given)) {
+                    take(fs, match, given, local);
+                }
+            }
+            List<Log> logs = new ArrayList<>();
+            names.forEach((directory, files) -> logs.add(new Log(directory, List.copyOf(files), partitions.get(directory))));
+            return logs;
+        }
+
+        /** What a load path names: itself, or what its glob matches; a missing path is Spark's PATH_NOT_FOUND. */
+        private List<FileStatus> matches(FileSystem fs, Path path, String given) throws IOException {
+            List<FileStatus> found = new ArrayList<>();
+            if (GLOB_MAGIC.matcher(given).find()) {
+                FileStatus[] globbed = fs.globStatus(path);
+                if (globbed != null) {
+                    found.addAll(Arrays.asList(globbed));
+                }
+            } else {
+                try {
+                    found.add(fs.getFileStatus(path));
+                } catch (FileNotFoundException e) {
+                    // below: as a glob that matches nothing
+                }
+            }
+            if (found.isEmpty() && !options.ignoreMissing) {
+                throw SparkErrors.pathNotFound(given);
+            }
+            found.sort((a, b) -> a.getPath().compareTo(b.getPath()));
+            return found;
+        }
+
+        /** The segment files of one match: a directory and everything below it, or one file. */
+        private void take(FileSystem fs, FileStatus match, String given, boolean local) throws IOException {
+            List<FileStatus> segments = new ArrayList<>();
+            String root;
+            if (match.isDirectory()) {
+                root = text(match.getPath(), local);
+                boolean lock = below(fs, match.getPath(), segments);
+                if (segments.isEmpty() && !lock) {
+                    // Spec readers R-42: a directory with neither a segment nor LOCK is not a log, never an empty one.
+                    throw new BinlogException(ErrorClass.IO_ERROR, given, null, null, null,
+                            "not a log directory: it holds neither a segment nor LOCK");
+                }
+            } else {
+                root = text(match.getPath().getParent(), local);
+                if (LogReader.segmentNumber(match.getPath().getName()) != 0) {
+                    segments.add(match);
+                }
+            }
+            String base = root;
+            if (options.basePath != null) {
+                base = local ? Storages.localPath(options.basePath).toAbsolutePath().normalize().toString()
+                        : new Path(options.basePath).getFileSystem(conf).makeQualified(new Path(options.basePath))
+                                .toString();
+            }
+            for (FileStatus segment : segments) {
+                if (selected(segment)) {
+                    String directory = text(segment.getPath().getParent(), local);
+                    names.computeIfAbsent(directory, d -> new TreeSet<>()).add(segment.getPath().getName());
+                    partitions.put(directory, partitionsOf(directory, base));
+                }
+            }
+        }
+
+        /**
+         * Collects the segment files below {@code dir} into {@code segments}, hidden names apart; whether
+         * {@code dir} holds LOCK. A directory named as a segment is an I/O error, never a gap (spec readers R-20).
+         */
+        private boolean below(FileSystem fs, Path dir, List<FileStatus> segments) throws IOException {
+            boolean lock = false;
+            for (FileStatus child : fs.listStatus(dir)) {
+                String name = child.getPath().getName();
+                lock |= name.equals(LOCK);
+                if (name.startsWith(".") || name.startsWith("_")) {
+                    continue;
+                }
+                int log = LogReader.segmentNumber(name);
+                if (child.isDirectory()) {
+                    if (log != 0) {
+                        throw new BinlogException(ErrorClass.IO_ERROR, child.getPath().toString(), log, null, null,
+                                "segment is not a regular file");
+                    }
+                    below(fs, child.getPath(), segments);
+                } else if (log != 0) {
+                    segments.add(child);
+                }
+            }
+            return lock;
+        }
+
+        /** Whether the file options select a segment file: its name, and its modification time (ms, as Hadoop's). */
+        private boolean selected(FileStatus segment) {
+            if (nameFilter != null && !nameFilter.matches(segment.getPath().getName())) {
+                return false;
+            }
+            long modifiedUs = segment.getModificationTime() * 1000;
+            return (options.modifiedBeforeUs == null || modifiedUs < options.modifiedBeforeUs)
+                    && (options.modifiedAfterUs == null || modifiedUs > options.modifiedAfterUs);
+        }
+
+        /** The {@code key=value} directories between {@code base} and {@code directory}, unless recursive. */
+        private Map<String, String> partitionsOf(String directory, String base) {
+            Map<String, String> pairs = new LinkedHashMap<>();
+            if (options.recursive || !(directory + "/").startsWith(base + "/")) {
+                return pairs;
+            }
+            for (String part : directory.substring(Math.min(base.length() + 1, directory.length())).split("/")) {
+                int equals = part.indexOf('=');
+                if (equals > 0) {
+                    String value = unescape(part.substring(equals + 1));
+                    pairs.put(unescape(part.substring(0, equals)), value.equals(NULL_PARTITION) ? null : value);
+                }
+            }
+            return pairs;
+        }
+    }
+
+    /** A local path as the Python source writes it (a plain path), any other as its URI. */
+    private static String text(Path path, boolean local) {
+        return local ? path.toUri().getPath() : path.toString();
+    }
+
+    /** Spark's escaping of partition directory names undone: {@code %XX} sequences, as UTF-8 ({@code +} stays). */
+    private static String unescape(String text) {
+        if (text.indexOf('%') < 0) {
+            return text;
+        }
+        StringBuilder out = new StringBuilder();
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        for (int i = 0; i < text.length(); ) {
+            if (text.charAt(i) == '%' && i + 2 < text.length() && hex(text.charAt(i + 1)) && hex(text.charAt(i + 2))) {
+                bytes.write(Integer.parseInt(text.substring(i + 1, i + 3), 16));
+                i += 3;
+                continue;
+            }
+            if (bytes.size() > 0) {
+                out.append(new String(bytes.toByteArray(), StandardCharsets.UTF_8));
+                bytes.reset();
+            }
+            out.append(text.charAt(i++));
+        }
+        out.append(new String(bytes.toByteArray(), StandardCharsets.UTF_8));
+        return out.toString();
+    }
+
+    private static boolean hex(char c) {
+        return c < 128 && Character.digit(c, 16) >= 0;
+    }
+}
