@@ -1,5 +1,7 @@
 package org.openbinlog.spark;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.Map;
 
 import org.apache.spark.sql.connector.catalog.Table;
@@ -24,7 +26,13 @@ public final class BinlogJvmSource implements TableProvider, DataSourceRegister 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         ReadOptions read = ReadOptions.parse(options);
-        if (Storages.local(read.path) && !java.nio.file.Files.exists(Storages.localPath(read.path))) {
+        boolean exists;
+        try {
+            exists = Storages.exists(read.path);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        if (!exists) {
             throw SparkErrors.pathNotFound(read.path); // at load(), as Spark's file sources do
         }
         return Columns.schema(read);

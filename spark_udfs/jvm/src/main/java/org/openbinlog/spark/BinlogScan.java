@@ -4,12 +4,10 @@ import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 
-import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.read.Batch;
@@ -61,7 +59,7 @@ final class BinlogScan implements Scan, Batch {
 
     @Override
     public InputPartition[] planInputPartitions() {
-        Map<String, String> hadoop = Storages.local(options.path) ? Map.of() : hadoopSettings();
+        Map<String, String> hadoop = Storages.settings(options.path);
         List<InputPartition> parts = new ArrayList<>();
         pruned.clear();
         try {
@@ -108,17 +106,5 @@ final class BinlogScan implements Scan, Batch {
     @Override
     public PartitionReaderFactory createReaderFactory() {
         return new SplitReaderFactory(readSchema, options);
-    }
-
-    /** The file-system settings of the session's Hadoop configuration, for executors that open the files. */
-    private static Map<String, String> hadoopSettings() {
-        Configuration conf = ((org.apache.spark.sql.classic.SparkSession) SparkSession.active()).sessionState().newHadoopConf();
-        Map<String, String> settings = new HashMap<>();
-        conf.forEach(entry -> {
-            if (entry.getKey().startsWith("fs.")) {
-                settings.put(entry.getKey(), entry.getValue());
-            }
-        });
-        return settings;
     }
 }
