@@ -20,9 +20,9 @@ from typing import Any
 import boto3
 import pytest
 from binlog_frames import collected, log_of_logs, strict_reference
-from conftest import S3_JARS
 from logtools import flip_bit, segment
 from moto_s3 import moto_server
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 from test_jvm_source import FORMAT, INTERVAL, _log, _reference, _scan, _strict
@@ -33,13 +33,18 @@ from openbinlog._format import RECORD_HEADER_SIZE
 BUCKET = "logs"
 LOCKED = "locked"  # read with a wrong secret key
 REGION = "us-west-2"
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 WAIT_S = 120  # an error, not a hang: S3A gives up on a refused request at once
 
 
 @pytest.fixture(scope="module")
 def s3(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A boto3 client of the server; the session's Hadoop configuration points s3a:// at it."""
-    assert any(S3_JARS.glob("hadoop-aws-*.jar")), f"no hadoop-aws in {S3_JARS}: `make unit` fetches it"
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    try:
+        jvm.java.lang.Class.forName(S3A, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    except Py4JJavaError:
+        pytest.fail(f"no {S3A} on the session's classpath: `make unit` fetches hadoop-aws into build/jvm/s3")
     with moto_server(tmp_path_factory.mktemp("moto")) as url:
         root = boto3.client(
             "iam", endpoint_url=url, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
