@@ -49,6 +49,13 @@ go-impl:
 jvm: $(STAMP)
 	sh spark_udfs/jvm/build.sh
 
+# hadoop-aws and the AWS SDK modules S3A needs, pinned by spark_udfs/jvm/s3/pom.xml: the JVM source's S3 tests
+# put them on the classpath, as a user's `--packages` does.
+build/jvm/s3/.fetched: spark_udfs/jvm/s3/pom.xml
+	rm -rf build/jvm/s3
+	mvn -B -q -Dstyle.color=never -f spark_udfs/jvm/s3/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/build/jvm/s3
+	touch $@
+
 # Golden fixtures, the conformance manifest and the list of decisions it pins: generated, never edited by hand.
 fixtures: $(STAMP)
 	$(PY) tools/gen_fixtures.py
@@ -68,7 +75,7 @@ conformance: $(STAMP) ksy go-impl jvm
 crash-full: $(STAMP)
 	$(VENV)/bin/pytest -q python/tests/crash python/tests/conformance/test_decision_mutants.py --full
 
-unit: $(STAMP) ksy go-impl jvm
+unit: $(STAMP) ksy go-impl jvm build/jvm/s3/.fetched
 	$(VENV)/bin/pytest -q
 
 # The Spark tests on a standalone cluster, a master and two workers on 127.0.0.1 from the installed pyspark:

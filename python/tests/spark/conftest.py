@@ -21,6 +21,8 @@ else:
 
 # The JVM source (spark_udfs/jvm), built by `make jvm` before the tests run.
 JVM_JAR = Path(__file__).resolve().parents[3] / "build" / "jvm" / "openbinlog.jar"
+# What s3a:// needs on the classpath (hadoop-aws and the AWS SDK modules), fetched by `make unit` for test_jvm_s3.
+S3_JARS = JVM_JAR.parent / "s3"
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +41,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.python.worker.reuse", "true")
-        .config("spark.jars", str(JVM_JAR))
+        .config("spark.jars", ",".join(str(jar) for jar in [JVM_JAR, *sorted(S3_JARS.glob("*.jar"))]))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

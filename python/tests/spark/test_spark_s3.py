@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from binlog_frames import collected, log_of_logs, reference, split_options, strict_reference
 from logtools import flip_bit, segment
+from moto_s3 import moto_server
 from pyspark.sql import DataFrameReader, SparkSession
 from test_spark_semantics import build_log
 
@@ -24,38 +20,10 @@ BUCKET = "archive"
 REGION = "us-west-2"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("moto") / "server.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "moto server did not start"
-                time.sleep(0.2)
+    with moto_server(tmp_path_factory.mktemp("moto")) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
-        log.close()
 
 
 def _options(endpoint: str) -> dict[str, str]:

@@ -3,7 +3,6 @@ package org.openbinlog.spark;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -72,7 +71,7 @@ final class BinlogScan implements Scan, Batch {
     @Override
     public InputPartition[] planInputPartitions() {
         Configuration conf = Listing.sessionHadoopConf();
-        Map<String, String> hadoop = hadoopSettings(conf);
+        Map<String, String> hadoop = Storages.settings(conf);
         List<InputPartition> parts = new ArrayList<>();
         List<Planned> kept = new ArrayList<>();
         pruned.clear();
@@ -136,16 +135,5 @@ final class BinlogScan implements Scan, Batch {
     @Override
     public PartitionReaderFactory createReaderFactory() {
         return new SplitReaderFactory(readSchema, options);
-    }
-
-    /** The file-system settings of the session's Hadoop configuration, for executors that open the files. */
-    private static Map<String, String> hadoopSettings(Configuration conf) {
-        Map<String, String> settings = new HashMap<>();
-        conf.forEach(entry -> {
-            if (entry.getKey().startsWith("fs.")) {
-                settings.put(entry.getKey(), entry.getValue());
-            }
-        });
-        return settings;
     }
 }

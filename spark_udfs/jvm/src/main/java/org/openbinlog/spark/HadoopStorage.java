@@ -1,7 +1,9 @@
 package org.openbinlog.spark;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -11,49 +13,76 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FutureDataInputStreamBuilder;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.util.functional.FutureIO;
 import org.openbinlog.format.Storage;
 
-/** A log directory on any file system Hadoop's configuration reaches (s3a, hdfs, ...), for the reader core. */
+/**
+ * A log directory on any file system Hadoop's configuration reaches (s3a, hdfs, ...), for the reader core. Unlike
+ * {@link org.openbinlog.format.LocalStorage} it keeps a stream per file open until {@link #close}: on an object
+ * store an open costs a request, and the stream's connection serves the walk's next window.
+ */
 final class HadoopStorage implements Storage, AutoCloseable {
     private final FileSystem fs;
     private final Path dir;
     private final Map<String, FSDataInputStream> open = new HashMap<>();
+    /** The status each size() found, handed to the open so that it needs no request of its own. */
+    private final Map<String, FileStatus> statuses = new HashMap<>();
 
     HadoopStorage(String uri, Configuration conf) throws IOException {
-        this.dir = new Path(uri);
-        this.fs = dir.getFileSystem(conf);
+        Path given = new Path(uri);
+        this.fs = given.getFileSystem(conf);
+        this.dir = fs.makeQualified(given);
     }
 
     @Override
     public List<String> list() throws IOException {
-        List<String> names = new ArrayList<>();
+        FileStatus[] statuses;
         try {
-            for (FileStatus status : fs.listStatus(dir)) {
-                names.add(status.getPath().getName());
-            }
-        } catch (java.io.FileNotFoundException e) {
+            statuses = fs.listStatus(dir);
+        } catch (FileNotFoundException e) {
             throw new NoSuchFileException(dir.toString());
+        }
+        List<String> names = new ArrayList<>();
+        for (FileStatus status : statuses) {
+            // Listing a file lists the file itself; a log is a directory, as on the local file system.
+            if (status.getPath().equals(dir)) {
+                throw new NotDirectoryException(dir.toString());
+            }
+            names.add(status.getPath().getName());
         }
         return names;
     }
 
     @Override
     public long size(String name) throws IOException {
+        FileStatus status;
         try {
-            return fs.getFileStatus(new Path(dir, name)).getLen();
-        } catch (java.io.FileNotFoundException e) {
+            status = fs.getFileStatus(new Path(dir, name));
+        } catch (FileNotFoundException e) {
             throw new NoSuchFileException(describe(name));
         }
+        // An object store's prefix named like a segment is a directory of size 0, no segment.
+        if (!status.isFile()) {
+            throw new IOException(describe(name) + " is not a regular file");
+        }
+        statuses.put(name, status);
+        return status.getLen();
     }
 
     @Override
     public int read(String name, long pos, byte[] buf, int off, int len) throws IOException {
         FSDataInputStream in = open.get(name);
         if (in == null) {
+            FutureDataInputStreamBuilder builder = fs.openFile(new Path(dir, name));
+            FileStatus status = statuses.get(name);
+            if (status != null) {
+                builder.withFileStatus(status);
+            }
             try {
-                in = fs.open(new Path(dir, name));
-            } catch (java.io.FileNotFoundException e) {
+                in = FutureIO.awaitFuture(builder.build());
+            } catch (FileNotFoundException e) {
                 throw new NoSuchFileException(describe(name));
             }
             open.put(name, in);
@@ -63,14 +92,27 @@ final class HadoopStorage implements Storage, AutoCloseable {
 
     @Override
     public String describe(String name) {
-        return new Path(dir, name).toString();
+        return name.isEmpty() ? dir.toString() : new Path(dir, name).toString();
     }
 
+    /** Closes every stream, even when one fails to close. */
     @Override
     public void close() throws IOException {
+        IOException failed = null;
         for (FSDataInputStream in : open.values()) {
-            in.close();
+            try {
+                in.close();
+            } catch (IOException e) {
+                if (failed == null) {
+                    failed = e;
+                } else {
+                    failed.addSuppressed(e);
+                }
+            }
         }
         open.clear();
+        if (failed != null) {
+            throw failed;
+        }
     }
 }

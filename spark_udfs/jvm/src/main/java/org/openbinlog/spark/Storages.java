@@ -3,6 +3,7 @@ package org.openbinlog.spark;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Paths;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -27,14 +28,32 @@ final class Storages {
         return path.startsWith("file:") ? Paths.get(URI.create(path)) : Paths.get(path);
     }
 
+    /**
+     * The file-system settings ({@code fs.*}) of the session's Hadoop configuration {@code conf}, where a cluster's
+     * {@code spark.hadoop.fs.*} settings land: what executors need to open the files.
+     */
+    static Map<String, String> settings(Configuration conf) {
+        Map<String, String> settings = new HashMap<>();
+        conf.forEach(entry -> {
+            if (entry.getKey().startsWith("fs.")) {
+                settings.put(entry.getKey(), entry.getValue());
+            }
+        });
+        return settings;
+    }
+
     /** {@code hadoop}: the session's Hadoop settings, shipped to executors with the partition. */
     static Storage open(String path, Map<String, String> hadoop) throws IOException {
         if (local(path)) {
             return new LocalStorage(localPath(path));
         }
+        return new HadoopStorage(path, configuration(hadoop));
+    }
+
+    private static Configuration configuration(Map<String, String> hadoop) {
         Configuration conf = new Configuration();
         hadoop.forEach(conf::set);
-        return new HadoopStorage(path, conf);
+        return conf;
     }
 
     static void close(Storage storage) throws IOException {
