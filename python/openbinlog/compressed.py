@@ -19,8 +19,9 @@ archive or a header claims:
 - ``max_unpacked``, when given, refuses to unpack more than that many bytes
   (``cap_name`` says where the caller's users set it).
 
-A stream that cannot be decoded is ``bad_header`` (``UnpackError``), at the
-offset of the first byte it fails to give; a failed read of the archive or
+A stream that cannot be decoded, or that unpacks beyond ``max_unpacked``, is
+``bad_header`` (``UnpackError``) at offset 0 (spec R-43), wherever the bytes
+it fails to give lie; a failed read of the archive or
 write of the temporary file (a full disk, a file size limit) is ``io_error``.
 """
 
@@ -182,7 +183,7 @@ class CompressedSegment:
                 raise UnpackError(
                     f"unpacks to more than {self.max_unpacked} bytes, the most this reader unpacks ({self.cap_name})",
                     path=self.path,
-                    offset=self.max_unpacked,
+                    offset=0,
                 )
         except BinlogError as exc:
             self._failed = exc
@@ -193,9 +194,7 @@ class CompressedSegment:
         try:
             return self._stream.read(size)
         except self._undecodable as exc:
-            raise UnpackError(
-                f"compressed segment cannot be unpacked: {exc}", path=self.path, offset=self._unpacked
-            ) from exc
+            raise UnpackError(f"compressed segment cannot be unpacked: {exc}", path=self.path, offset=0) from exc
         except OSError as exc:
             raise BinlogIOError(
                 f"read of the compressed segment failed: {exc.strerror or exc}", path=self.path

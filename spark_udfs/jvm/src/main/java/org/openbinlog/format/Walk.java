@@ -211,10 +211,16 @@ final class Walk {
      * at or before it (SPLIT with an index; a cut with none beyond the cut before is left out), so that a payload
      * holding valid records cannot make a false boundary. With bounds, its parts cover only [the checked entry
      * at or before the first row that can match, the checked entry after the last), as SEEK with an index starts
-     * at both ends; the record at the stop entry is not returned, and a part at S makes NEXT's checks.
+     * at both ends; the record at the stop entry is not returned, and a part at S makes NEXT's checks. A compressed
+     * segment (protocols §2.6) is one part, read whole, its index unused, as the Python source plans it: a cut
+     * would unpack it up to there in each task.
      */
     private void planSegment(java.util.List<Part> parts, long step, Bounds bounds, long carried, boolean endRaises)
             throws java.io.IOException {
+        if (f.compressed()) {
+            parts.add(new Part(n, 0, Part.TO_END, carried, endRaises));
+            return;
+        }
         CheckedEntries entries = endRaises ? null : checkedEntries();
         IndexFile.Entry from = entries == null ? null : narrowedStart(entries, bounds);
         IndexFile.Entry to = entries == null ? null : narrowedStop(entries, bounds);
@@ -340,7 +346,8 @@ final class Walk {
      * The cut points of planned splits of segment {@code log} into at most {@code parts} splits (conformance
      * §3.2): 256, then the offsets at the fractions 1/parts, 2/parts, ... of [256, S), each moved to the checked
      * entry at or before it when the segment has a usable index (SPLIT with an index, index §18.5), or taken as
-     * they are without one. A segment that cannot be split is one split, whose read reports why.
+     * they are without one. A segment that cannot be split is one split, whose read reports why; so is a
+     * compressed one.
      */
     java.util.List<Long> cuts(int log, int parts) throws java.io.IOException {
         java.util.List<Long> cuts = new java.util.ArrayList<>(java.util.List.of((long) Header.SIZE));
@@ -352,6 +359,9 @@ final class Walk {
             end();
         } catch (BinlogException unsplittable) {
             return cuts; // the split read reports it
+        }
+        if (f.compressed()) {
+            return cuts; // one split, as PLAN makes one part of it
         }
         long span = Math.min(s, f.size()) - Header.SIZE;
         java.util.List<Long> wanted = new java.util.ArrayList<>();

@@ -67,7 +67,7 @@ final class BinlogScan implements Scan, Batch {
         try {
             Storage storage = Storages.open(options.path, hadoop);
             storage.list(); // a missing directory is Spark's PATH_NOT_FOUND, as for its own file sources
-            try (LogReader reader = new LogReader(storage)) {
+            try (LogReader reader = new LogReader(storage, options.unpacking())) {
                 for (Part part : reader.plan(splitBytes(reader), RowBounds.of(pushed))) {
                     if (!part.whole() && !LogPruning.keeps(pushed, part.log())) {
                         pruned.add(part.log());

@@ -7,6 +7,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.apache.spark.sql.internal.SQLConf;
+import org.openbinlog.format.Unpacking;
 
 /**
  * The options of one read, with the same names, defaults and checks as the Python source's (openbinlog_spark
@@ -26,15 +27,23 @@ final class ReadOptions implements Serializable {
     final int maxCorruptRecordBytes;
     /** Whether filters prune and narrow the read (option {@code pushdown}, as the Python source's). */
     final boolean pushdown;
+    /** The most bytes one compressed segment unpacks to (protocols §2.6, R-43). */
+    final long maxDecompressedBytes;
 
     private ReadOptions(String path, Mode mode, String corruptColumn, Long maxPartitionBytes, int maxCorruptRecordBytes,
-            boolean pushdown) {
+            boolean pushdown, long maxDecompressedBytes) {
         this.path = path;
         this.mode = mode;
         this.corruptColumn = corruptColumn;
         this.maxPartitionBytes = maxPartitionBytes;
         this.maxCorruptRecordBytes = maxCorruptRecordBytes;
         this.pushdown = pushdown;
+        this.maxDecompressedBytes = maxDecompressedBytes;
+    }
+
+    /** How the read unpacks compressed segments: gzip and Zstandard, up to maxDecompressedBytes each. */
+    Unpacking unpacking() {
+        return new Unpacking(new ZstdDecompressor(), maxDecompressedBytes, "option maxDecompressedBytes");
     }
 
     /** Damage is stepped over (spec readers 10.4) unless the read fails at the first. */
@@ -83,7 +92,11 @@ final class ReadOptions implements Serializable {
         if (!pushdown.equals("true") && !pushdown.equals("false")) {
             throw new OptionException("option pushdown: '" + pushdown + "' is not true or false");
         }
-        return new ReadOptions(path, mode, corrupt, maxBytes, (int) corruptBytes, pushdown.equals("true"));
+        long maxDecompressed = lower.containsKey("maxdecompressedbytes")
+                ? parseSize("maxDecompressedBytes", lower.get("maxdecompressedbytes"))
+                : 16L << 30;
+        return new ReadOptions(path, mode, corrupt, maxBytes, (int) corruptBytes, pushdown.equals("true"),
+                maxDecompressed);
     }
 
     /** A size such as {@code 16m}, {@code 1 GiB} or {@code 4096}. */
