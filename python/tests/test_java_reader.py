@@ -10,6 +10,7 @@ ref (10.6) and in consecutive splits, strict and tolerant (10.5).
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +26,8 @@ from strategies import java_log_damages, java_log_items
 
 from openbinlog import BinlogError, Entry, Writer
 from openbinlog._crc import masked_crc32c
+from openbinlog._format import SEGMENT_NAME
+from openbinlog._maintenance import CODECS, _compress_into
 from openbinlog._segment import SegmentHeaderInfo, active_commit, encode_slot
 from openbinlog._segment_file import LocalDirectory
 from openbinlog._split import _split_segment
@@ -51,7 +54,7 @@ def java() -> Iterator[SessionTestee]:
     subprocess.run(["sh", "spark_udfs/jvm/build.sh"], cwd=ROOT, check=True)
     testee = SessionTestee(["sh", "spark_udfs/jvm/testee.sh"], cwd=str(ROOT))
     hello = testee.start("2.1.0", timeout=60)
-    assert {"tolerant", "split", "refs"} <= set(hello.capabilities)
+    assert {"tolerant", "split", "refs", "compressed"} <= set(hello.capabilities)
     yield testee
     testee.close()
 
@@ -100,10 +103,22 @@ def forge(data: bytearray, at: int, kind: str, value: int) -> None:
     data[at + 36 : at + 40] = masked_crc32c(bytes(data[at : at + 36])).to_bytes(4, "big")
 
 
+def compress(path: Path, codec: str) -> None:
+    """Replace the segment file ``path`` by its copy in ``codec``, made by the reference's compression (spec 2.6)."""
+    target = os.open(path.with_name(f"{path.name}.{codec}"), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+    source = os.open(path, os.O_RDONLY)
+    try:
+        _compress_into(source, target, codec)
+    finally:
+        os.close(source)
+        os.close(target)
+    path.unlink()
+
+
 def damage(directory: Path, records: Sequence[Entry], faults: Sequence[Fault]) -> None:
     """Apply ``faults`` (``strategies.JAVA_LOG_DAMAGES``) to the log, whose records were ``records``."""
     for kind, where, value in faults:
-        segments = sorted(directory.glob("*.dat"))
+        segments = sorted(path for path in directory.iterdir() if SEGMENT_NAME.match(path.name))
         if kind in FORGED_FIELDS:
             if not records:
                 continue
@@ -120,6 +135,10 @@ def damage(directory: Path, records: Sequence[Entry], faults: Sequence[Fault]) -
             data = bytearray(path.read_bytes())
             if kind == "remove":
                 path.unlink()
+                continue
+            if kind == "compress":
+                if path.suffix == ".dat":
+                    compress(path, CODECS[value % len(CODECS)])
                 continue
             if kind == "slot_asqn":
                 lie_about_last_asqn(data, value)
@@ -150,13 +169,13 @@ def lie_about_last_asqn(data: bytearray, value: int) -> None:
     data[at : at + len(raw)] = raw
 
 
-def damaged_log(directory: Path, items: Sequence[Item], faults: Sequence[Fault]) -> tuple[list[Entry], list[int]]:
-    """Write and damage a log; the records and the segment numbers it had before the damage."""
+def damaged_log(directory: Path, items: Sequence[Item], faults: Sequence[Fault]) -> tuple[list[Entry], dict[int, int]]:
+    """Write and damage a log; the records and the segments it had before the damage, with their sizes."""
     write(directory, items)
     records = read_entries(directory)
-    logs = sorted(int(path.name[:8]) for path in directory.glob("*.dat"))
+    sizes = {int(path.name[:8]): path.stat().st_size for path in sorted(directory.glob("*.dat"))}
     damage(directory, records, faults)
-    return records, logs
+    return records, sizes
 
 
 def reference_tolerant_split(directory: str, log: int, start: int, stop: int) -> Json:
@@ -246,10 +265,10 @@ def test_consecutive_splits_return_and_reject_what_the_reference_splits_do(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp, "log")
-        _, logs = damaged_log(directory, items, faults)
-        for log in logs:  # every segment the log had, removed ones included
+        _, sizes = damaged_log(directory, items, faults)
+        for log, written in sizes.items():  # every segment the log had, removed and compressed ones included
             path = directory / f"{log:08d}.dat"
-            size = path.stat().st_size if path.exists() else 256
+            size = path.stat().st_size if path.exists() else written
             cuts = data.draw(st.lists(st.integers(257, max(size, 256) + 64), max_size=4, unique=True).map(sorted))
             for start, stop in zip([256, *cuts], [*cuts, U64_MAX], strict=True):
                 request = {"path": str(directory), "log": log, "start": str(start), "stop": str(stop)}

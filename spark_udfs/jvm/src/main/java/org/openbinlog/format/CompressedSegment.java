@@ -161,18 +161,33 @@ final class CompressedSegment {
 
     /** The next piece of the stream into {@link #piece}: {@code size} bytes, fewer only where the stream ends. */
     private int nextPiece(int size) throws BinlogException {
+        int got;
         try {
             if (stream == null) {
                 start();
             }
-            return stream.readNBytes(piece, 0, size);
+            got = stream.readNBytes(piece, 0, size);
         } catch (IOException e) {
             if (archive != null && archive.failure != null) {
                 throw ioError("read of the compressed segment failed: " + archive.failure, archive.failure);
             }
-            throw new BinlogException(ErrorClass.BAD_HEADER, storage.describe(name), log, 0L, null,
-                    "compressed segment cannot be unpacked: " + e.getMessage(), e);
+            throw undecodable(e.getMessage(), e);
         }
+        boolean cut;
+        try {
+            cut = got == 0 && decompressor.suffix().equals("zst") && !ZstdFrames.whole(storage, name);
+        } catch (IOException e) {
+            throw ioError("read of the compressed segment failed: " + e, e);
+        }
+        if (cut) {
+            throw undecodable("the archive ends inside a Zstandard frame", null);
+        }
+        return got;
+    }
+
+    private BinlogException undecodable(String why, Throwable cause) {
+        return new BinlogException(ErrorClass.BAD_HEADER, storage.describe(name), log, 0L, null,
+                "compressed segment cannot be unpacked: " + why, cause);
     }
 
     private void start() throws IOException {

@@ -805,8 +805,14 @@ final class Walk {
         return true;
     }
 
-    /** The torn tail of N, the segment the log ends with: non-zero bytes beyond its commit point. */
+    /**
+     * The torn tail of N, the segment the log ends with: non-zero bytes beyond its commit point (R-12). A compressed
+     * copy is unpacked no further than its commit point (R-43): nothing shows beyond it.
+     */
     private Torn torn() throws BinlogException {
+        if (f.compressed()) {
+            return null;
+        }
         long commit = h.legacy() ? Offsets.clamp(h.lastElementPosition) : c;
         f.stat();
         return f.firstNonZero(commit) < f.size() ? new Torn(n, commit) : null;
