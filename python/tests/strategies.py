@@ -298,3 +298,16 @@ java_log_damages = st.lists(
     ),
     max_size=3,
 )
+# Damage around a compression: the damage above, one segment compressed (its codec by the value's parity), then up to
+# two kinds of damage to that copy, where a decoder and the walk must agree on what is left.
+java_compressed_damages = st.tuples(
+    java_log_damages,
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=0, max_value=1),
+    st.lists(
+        st.tuples(
+            st.sampled_from(("flip", "truncate", "zero", "append")), st.integers(min_value=0, max_value=2**32 - 1)
+        ),
+        max_size=2,
+    ),
+).map(lambda d: [*d[0], ("compress", d[1], d[2]), *((kind, d[1], value) for kind, value in d[3])])

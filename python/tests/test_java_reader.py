@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from logtools import read_entries
-from strategies import java_log_damages, java_log_items
+from strategies import java_compressed_damages, java_log_damages, java_log_items
 
 from openbinlog import BinlogError, Entry, Writer
 from openbinlog._crc import masked_crc32c
@@ -233,6 +234,38 @@ def test_a_tolerant_read_steps_over_the_damage_the_reference_steps_over(
         directory = Path(tmp, "log")
         damaged_log(directory, items, faults)
         assert_same(ask(java, {"path": str(directory), "tolerant": True}), read_log_tolerant(str(directory)))
+
+
+@pytest.mark.spec("R-43")
+@EXAMPLES
+@given(java_log_items, java_compressed_damages)
+def test_compressed_copies_damaged_or_not_are_read_as_the_reference_reads_them(
+    java: SessionTestee, items: list[Item], faults: list[Fault]
+) -> None:
+    """A segment compressed by the reference's compression (spec 2.6), with damage before and after: flipped, cut,
+    zeroed or appended to, the copy is unpacked as far as the reference unpacks it and fails where it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        damaged_log(directory, items, faults)
+        assert_same(ask(java, {"path": str(directory)}), read_log(str(directory)))
+        assert_same(ask(java, {"path": str(directory), "tolerant": True}), read_log_tolerant(str(directory)))
+
+
+@pytest.mark.spec("R-43")
+def test_a_zstd_archive_cut_inside_a_frame_after_a_whole_one_is_a_bad_header(java: SessionTestee) -> None:
+    """Decoders may end without an error where a cut frame follows a whole one in the bytes they hold (zstd-jni
+    does): the end of the frames is checked where the decoded stream ends."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        write(directory, [(bytes([n]) * 50, 1) for n in range(20)] + [None, (b"last", 1)])
+        plain = directory / "00000001.dat"
+        data = plain.read_bytes()
+        packer = zstandard.ZstdCompressor()
+        (directory / "00000001.dat.zst").write_bytes(packer.compress(data[:600]) + packer.compress(data[600:])[:-4])
+        plain.unlink()
+        expected = read_log(str(directory))
+        assert expected["error"] == {"class": "bad_header", "log": 1, "offset": "0", "index": None}
+        assert_same(ask(java, {"path": str(directory)}), expected)
 
 
 @pytest.mark.spec("R-28", "R-29", "R-30")
