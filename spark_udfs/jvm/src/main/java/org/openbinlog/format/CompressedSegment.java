@@ -22,14 +22,14 @@ import java.util.Deque;
  *   <li>never beyond {@link Unpacking#maxBytes}.
  * </ul>
  *
- * <p>A stream that cannot be decoded, or that unpacks beyond the cap, is {@code bad_header} at offset 0 (R-43), and
- * stays so: nothing more is read. A failed read of the archive or of the temporary file is {@code io_error} (R-20).
+ * <p>A stream that cannot be decoded, a Zstandard archive that ends inside a frame ({@link ZstdFrames}), and a
+ * stream that unpacks beyond the cap are {@code bad_header} at offset 0 (R-43), and stay so: nothing more is read. A failed read of the archive or of the temporary file is {@code io_error} (R-20).
  * At most {@link #LIVE} segments of a reader hold their temporary files; a released one that is read again is
  * unpacked again from its start (a walk goes back to an earlier segment only to learn the asqn it ends with).
  */
 final class CompressedSegment {
     static final int PIECE = 1 << 20;
-    static final int LIVE = 2;
+    static final int LIVE = 2; // the segment walked and its successor, whose header its END reads
     private static final long MAX_OFFSET = Long.MAX_VALUE;
 
     private final Storage storage;
