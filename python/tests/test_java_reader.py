@@ -318,6 +318,19 @@ def in_one_piece(answer: Json) -> Json:
     return {**answer, "outcome": outcome, "torn": None}
 
 
+@pytest.mark.spec("R-19", "R-27")
+def test_a_read_in_parts_learns_the_asqn_carried_over_a_segment_without_one(java: SessionTestee) -> None:
+    """Segment 3's first asqn (0) follows the walk's A (-1: segment 1's only record, forged, says so), not the last
+    asqn segment 1's slot gives (1), which the empty segment 2 passes on: the first part of segment 3 learns the
+    walk's A by walking back over segment 2 to segment 1."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        damaged_log(directory, [(b"", 1), None, None, (b"", None)], [("asqn", 0, 254), ("asqn", 1, 159)])
+        whole = in_one_piece(read_log(str(directory)))
+        assert whole["error"] is None and len(whole["records"]) == 2
+        assert_same(ask(java, {"path": str(directory), "plan_bytes": 1}), whole)
+
+
 def slot_lie_misjudged(answer: Json, faults: Sequence[Fault]) -> bool:
     """The one error a read in parts gives where the whole walk gives another: ``ambiguous_split`` from the part
     that ends a segment, when the segment's slot understates the last asqn of its records (a forged slot, or a

@@ -460,7 +460,8 @@ final class Walk {
     /**
      * The A READ-LOG has when it enters segment {@code log}: the walk of the segment PLAN puts before it, again,
      * as its first part walks it, with the A PLAN carries into that one, corrected in turn where that A misjudges
-     * its first asqn. Only a first asqn that fails step 8 after the A carried asks for it.
+     * its first asqn, or where it holds no asqn to settle it. Only a first asqn that fails step 8 after the A
+     * carried asks for it.
      */
     private long enteringAsqn(int log) throws java.io.IOException {
         java.util.List<Part> segments = new Walk(view, true, record -> {}).plan(Part.TO_END);
@@ -478,7 +479,8 @@ final class Walk {
         again.a = before.carriedAsqn();
         again.carriedUnsettled = true;
         again.walk(header.firstRecord());
-        return again.a;
+        // A segment without an asqn leaves the A it was entered with: the one PLAN carried, learnt again before it.
+        return again.carriedUnsettled ? again.enteringAsqn(before.log()) : again.a;
     }
 
     /**
