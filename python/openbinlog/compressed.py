@@ -19,14 +19,16 @@ archive or a header claims:
 - ``max_unpacked``, when given, refuses to unpack more than that many bytes
   (``cap_name`` says where the caller's users set it).
 
-A stream that cannot be decoded is ``bad_header`` (``UnpackError``), at the
-offset of the first byte it fails to give; a failed read of the archive or
+A stream that cannot be decoded, or that unpacks beyond ``max_unpacked``, is
+``bad_header`` (``UnpackError``) at offset 0 (spec R-43), wherever the bytes
+it fails to give lie; a failed read of the archive or
 write of the temporary file (a full disk, a file size limit) is ``io_error``.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import tempfile
 import zlib
 from types import ModuleType
@@ -63,10 +65,63 @@ def unpacking(raw: IO[bytes], codec: str) -> IO[bytes]:
     A Zstandard archive may hold several frames (RFC 8878): their contents follow one another.
     """
     if codec == "gz":
-        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
+        # GzipFile's own buffer reads ahead of what is asked (8 KiB), which would unpack beyond the segment's end
+        # (R-43) and meet damage there: its member reader, with a buffer that passes every read through unchanged.
+        return cast(IO[bytes], io.BufferedReader(gzip._GzipReader(raw), buffer_size=1))
     if codec == "zst":
         return cast(IO[bytes], _zstandard().ZstdDecompressor().stream_reader(raw, read_across_frames=True))
     raise ValueError(f"codec must be one of {CODECS}, not {codec!r}")
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_SKIPPABLE_MAGIC = 0x184D2A50  # the last four bits are free (RFC 8878 3.1.2)
+
+
+def _whole_frames(raw: IO[bytes]) -> bool:
+    """Whether the Zstandard archive ``raw`` ends where a frame ends (RFC 8878 3.1).
+
+    python-zstandard's stream reader ends, without an error, at a cut inside a frame, which R-43 makes
+    ``bad_header``: where it ends, the frames are walked by their headers and block headers, without decoding.
+    """
+    raw.seek(0)
+    while head := raw.read(4):
+        if len(head) < 4:
+            return False
+        magic = int.from_bytes(head, "little")
+        if magic & ~0xF == _SKIPPABLE_MAGIC:
+            size = raw.read(4)
+            if len(size) < 4 or not _skip(raw, int.from_bytes(size, "little")):
+                return False
+            continue
+        descriptor = raw.read(1)
+        if magic != _ZSTD_MAGIC or not descriptor:
+            return False
+        single_segment, checksum = descriptor[0] >> 5 & 1, descriptor[0] >> 2 & 1
+        window = 0 if single_segment else 1
+        dictionary = (0, 1, 2, 4)[descriptor[0] & 3]
+        content_size = (single_segment, 2, 4, 8)[descriptor[0] >> 6]
+        if not _skip(raw, window + dictionary + content_size):
+            return False
+        last = False
+        while not last:
+            block = raw.read(3)
+            if len(block) < 3:
+                return False
+            header = int.from_bytes(block, "little")
+            last = bool(header & 1)
+            if not _skip(raw, 1 if header >> 1 & 3 == 1 else header >> 3):  # an RLE block holds one byte
+                return False
+        if checksum and not _skip(raw, 4):
+            return False
+    return True
+
+
+def _skip(raw: IO[bytes], size: int) -> bool:
+    """Move ``size`` bytes on in ``raw``; False when it ends before."""
+    if size == 0:
+        return True
+    raw.seek(size - 1, io.SEEK_CUR)
+    return len(raw.read(1)) == 1
 
 
 def _segment_end(head: bytes) -> int:
@@ -110,6 +165,7 @@ class CompressedSegment:
         except BaseException:
             raw.close()
             raise
+        self._codec = codec
         self._undecodable = _UNDECODABLE + ((_zstandard().ZstdError,) if codec == "zst" else ())
         self._spill: IO[bytes] | None = None
         self._unpacked = 0  # bytes in the spill
@@ -182,7 +238,7 @@ class CompressedSegment:
                 raise UnpackError(
                     f"unpacks to more than {self.max_unpacked} bytes, the most this reader unpacks ({self.cap_name})",
                     path=self.path,
-                    offset=self.max_unpacked,
+                    offset=0,
                 )
         except BinlogError as exc:
             self._failed = exc
@@ -191,11 +247,16 @@ class CompressedSegment:
     def _next_piece(self, size: int) -> bytes:
         assert self._stream is not None
         try:
-            return self._stream.read(size)
+            piece = self._stream.read(size)
+            if not piece and self._codec == "zst" and not _whole_frames(self._raw):
+                raise UnpackError(
+                    "compressed segment cannot be unpacked: the archive ends inside a Zstandard frame",
+                    path=self.path,
+                    offset=0,
+                )
+            return piece
         except self._undecodable as exc:
-            raise UnpackError(
-                f"compressed segment cannot be unpacked: {exc}", path=self.path, offset=self._unpacked
-            ) from exc
+            raise UnpackError(f"compressed segment cannot be unpacked: {exc}", path=self.path, offset=0) from exc
         except OSError as exc:
             raise BinlogIOError(
                 f"read of the compressed segment failed: {exc.strerror or exc}", path=self.path

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from openbinlog import BinlogError, Reader, Ref, Writer, read_split, recover, split_offsets, verify
-from openbinlog._format import HEADER_SIZE
+from openbinlog._format import COMPRESSED_SUFFIXES, HEADER_SIZE
 from openbinlog._segment import parse_header
 from openbinlog.walk import legacy_leftover
 
@@ -128,6 +128,8 @@ def torn_tail(directory: str) -> Json | None:
         if legacy_leftover(successor, nxt=below.log + 1, higher=higher):
             last = below
     assert last.commit_offset is not None
+    if last.path.endswith(COMPRESSED_SUFFIXES):
+        return None  # a compressed copy is unpacked no further than its commit point (spec R-43): nothing shows beyond
     with open(last.path, "rb") as handle:
         if last.commit_offset >= os.fstat(handle.fileno()).st_size:
             return None  # a commit point beyond the file, where a file system may refuse to seek

@@ -275,8 +275,8 @@ java_log_items = st.lists(
     max_size=16,
 )
 # Damage done to such a log after writing it, at most three, each (kind, where, value): ``where`` picks the segment
-# or the record, ``value`` the byte, the length or the forged number. Forged fields get a valid header checksum, so
-# that they reach the record checks behind it.
+# or the record, ``value`` the byte, the length, the forged number or the codec. Forged fields get a valid header
+# checksum, so that they reach the record checks behind it. Damage after a compression hits the compressed file.
 JAVA_LOG_DAMAGES = (
     "flip",  # one bit of a segment file, header included
     "truncate",  # a segment file cut short
@@ -288,6 +288,7 @@ JAVA_LOG_DAMAGES = (
     "remove",  # a whole segment file
     "append",  # bytes after a segment's end
     "slot_asqn",  # the last_asqn of a segment's active slot, over- or understated, its checksum made valid again
+    "compress",  # a plain segment file replaced by its gzip or Zstandard copy (protocols 2.6), damage and all
 )
 java_log_damages = st.lists(
     st.tuples(
@@ -297,3 +298,16 @@ java_log_damages = st.lists(
     ),
     max_size=3,
 )
+# Damage around a compression: the damage above, one segment compressed (its codec by the value's parity), then up to
+# two kinds of damage to that copy, where a decoder and the walk must agree on what is left.
+java_compressed_damages = st.tuples(
+    java_log_damages,
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=0, max_value=1),
+    st.lists(
+        st.tuples(
+            st.sampled_from(("flip", "truncate", "zero", "append")), st.integers(min_value=0, max_value=2**32 - 1)
+        ),
+        max_size=2,
+    ),
+).map(lambda d: [*d[0], ("compress", d[1], d[2]), *((kind, d[1], value) for kind, value in d[3])])

@@ -506,6 +506,74 @@ def test_a_gzip_stream_of_invalid_deflate_data_is_a_bad_header(tmp_path: Path) -
     assert stat_error(directory) == "bad_header"
 
 
+def replaced_by(directory: Path, codec: str, archive: Callable[[bytes], bytes]) -> bytes:
+    """Segment 1 of ``directory`` replaced by ``archive`` of its bytes, named for ``codec``; its bytes."""
+    plain = directory / "00000001.dat"
+    data = plain.read_bytes()
+    (directory / f"00000001.dat.{codec}").write_bytes(archive(data))
+    plain.unlink()
+    return data
+
+
+@pytest.mark.spec("R-43")
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_an_archive_cut_after_the_header_is_a_bad_header_at_offset_0(tmp_path: Path, codec: str) -> None:
+    """Wherever the cut lies: not at the count of bytes unpacked before it, and a Zstandard frame that stops
+    short is not the end of the segment (python-zstandard's stream reader ends there without an error)."""
+    directory = tmp_path / "log"
+    sealed_log(directory)
+    pack = gzip.compress if codec == "gz" else zstandard.ZstdCompressor().compress
+    replaced_by(directory, codec, lambda data: pack(data)[: len(pack(data)) // 2])
+    with pytest.raises(UnpackError, match="cannot be unpacked") as raised:
+        read_entries(directory)
+    assert (raised.value.error_class, raised.value.log, raised.value.offset) == ("bad_header", 1, 0)
+
+
+def test_whole_zstd_frames_of_a_short_segment_read_as_the_short_file(tmp_path: Path) -> None:
+    """Frames, a skippable one among them, that hold fewer bytes than the header's commit point: the walk meets
+    the end of the file, as in the plain file cut there (truncated), not a cut archive."""
+    directory = tmp_path / "log"
+    sealed_log(directory)
+    packer = zstandard.ZstdCompressor()
+    skippable = (0x184D2A5A).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    data = replaced_by(
+        directory, "zst", lambda data: packer.compress(data[:700]) + skippable + packer.compress(data[700:1500])
+    )
+    with pytest.raises(openbinlog.BinlogError) as raised:
+        read_entries(directory)
+    (directory / "00000001.dat.zst").unlink()
+    (directory / "00000001.dat").write_bytes(data[:1500])
+    with pytest.raises(openbinlog.BinlogError) as plain:
+        read_entries(directory)
+    assert raised.value.error_class == plain.value.error_class == "truncated"
+    assert (raised.value.log, raised.value.offset) == (plain.value.log, plain.value.offset)
+
+
+@pytest.mark.spec("R-43")
+def test_damage_in_a_gzip_stream_just_beyond_the_commit_point_is_never_met(tmp_path: Path) -> None:
+    """Unpacking stops at the commit point: no buffer reads ahead of it (GzipFile's reads 8 KiB ahead)."""
+    directory = tmp_path / "log"
+    payloads = sealed_log(directory, size=20)
+
+    def damaged_beyond(data: bytes) -> bytes:
+        # Stored blocks: the segment, 2000 zeros (whose header zlib reads once the segment is out), and a last block
+        # whose NLEN no longer complements its LEN: invalid stored block lengths (RFC 1951 3.2.4).
+        stored = zlib.compressobj(0, zlib.DEFLATED, -zlib.MAX_WBITS)
+        deflate = stored.compress(data) + stored.flush(zlib.Z_FULL_FLUSH)
+        deflate += stored.compress(bytes(2000)) + stored.flush(zlib.Z_FULL_FLUSH)
+        last = bytearray(stored.compress(bytes(1000)) + stored.flush())
+        last[3] ^= 0xFF
+        whole = data + bytes(3000)
+        trailer = zlib.crc32(whole).to_bytes(4, "little") + len(whole).to_bytes(4, "little")
+        return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + deflate + bytes(last) + trailer
+
+    data = replaced_by(directory, "gz", damaged_beyond)
+    assert len(data) + 3000 < 8192
+    with pytest.raises(zlib.error):
+        gzip.decompress((directory / "00000001.dat.gz").read_bytes())
+    assert [entry.payload for entry in read_entries(directory)] == payloads
+
+
 def stat_error(directory: Path) -> str | None:
     try:
         stat(directory)
@@ -537,8 +605,9 @@ def test_unpacking_reads_only_what_is_asked_and_never_beyond_the_cap(tmp_path: P
         assert unpacked.read_at(len(data) - 4, TWO_GIB_RECORD) == data[-4:]
     with CompressedSegment(archive.open("rb"), "zst", path=str(archive), max_unpacked=1000) as capped:
         assert capped.read_at(0, 300) == data[:300]
-        with pytest.raises(UnpackError, match="more than 1000 bytes"):
+        with pytest.raises(UnpackError, match="more than 1000 bytes") as raised:
             capped.read_at(900, 200)
+        assert raised.value.offset == 0  # R-43
         with pytest.raises(UnpackError):  # the failure stays: nothing more is read
             capped.read_at(0, 10)
 

@@ -10,6 +10,7 @@ ref (10.6) and in consecutive splits, strict and tolerant (10.5).
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 import tempfile
@@ -18,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from logtools import read_entries
-from strategies import java_log_damages, java_log_items
+from strategies import java_compressed_damages, java_log_damages, java_log_items
 
 from openbinlog import BinlogError, Entry, Writer
 from openbinlog._crc import masked_crc32c
+from openbinlog._format import SEGMENT_NAME
+from openbinlog._maintenance import CODECS, _compress_into
 from openbinlog._segment import SegmentHeaderInfo, active_commit, encode_slot
 from openbinlog._segment_file import LocalDirectory
 from openbinlog._split import _split_segment
@@ -51,7 +55,7 @@ def java() -> Iterator[SessionTestee]:
     subprocess.run(["sh", "spark_udfs/jvm/build.sh"], cwd=ROOT, check=True)
     testee = SessionTestee(["sh", "spark_udfs/jvm/testee.sh"], cwd=str(ROOT))
     hello = testee.start("2.1.0", timeout=60)
-    assert {"tolerant", "split", "refs"} <= set(hello.capabilities)
+    assert {"tolerant", "split", "refs", "compressed"} <= set(hello.capabilities)
     yield testee
     testee.close()
 
@@ -100,10 +104,22 @@ def forge(data: bytearray, at: int, kind: str, value: int) -> None:
     data[at + 36 : at + 40] = masked_crc32c(bytes(data[at : at + 36])).to_bytes(4, "big")
 
 
+def compress(path: Path, codec: str) -> None:
+    """Replace the segment file ``path`` by its copy in ``codec``, made by the reference's compression (spec 2.6)."""
+    target = os.open(path.with_name(f"{path.name}.{codec}"), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+    source = os.open(path, os.O_RDONLY)
+    try:
+        _compress_into(source, target, codec)
+    finally:
+        os.close(source)
+        os.close(target)
+    path.unlink()
+
+
 def damage(directory: Path, records: Sequence[Entry], faults: Sequence[Fault]) -> None:
     """Apply ``faults`` (``strategies.JAVA_LOG_DAMAGES``) to the log, whose records were ``records``."""
     for kind, where, value in faults:
-        segments = sorted(directory.glob("*.dat"))
+        segments = sorted(path for path in directory.iterdir() if SEGMENT_NAME.match(path.name))
         if kind in FORGED_FIELDS:
             if not records:
                 continue
@@ -120,6 +136,10 @@ def damage(directory: Path, records: Sequence[Entry], faults: Sequence[Fault]) -
             data = bytearray(path.read_bytes())
             if kind == "remove":
                 path.unlink()
+                continue
+            if kind == "compress":
+                if path.suffix == ".dat":
+                    compress(path, CODECS[value % len(CODECS)])
                 continue
             if kind == "slot_asqn":
                 lie_about_last_asqn(data, value)
@@ -150,13 +170,13 @@ def lie_about_last_asqn(data: bytearray, value: int) -> None:
     data[at : at + len(raw)] = raw
 
 
-def damaged_log(directory: Path, items: Sequence[Item], faults: Sequence[Fault]) -> tuple[list[Entry], list[int]]:
-    """Write and damage a log; the records and the segment numbers it had before the damage."""
+def damaged_log(directory: Path, items: Sequence[Item], faults: Sequence[Fault]) -> tuple[list[Entry], dict[int, int]]:
+    """Write and damage a log; the records and the segments it had before the damage, with their sizes."""
     write(directory, items)
     records = read_entries(directory)
-    logs = sorted(int(path.name[:8]) for path in directory.glob("*.dat"))
+    sizes = {int(path.name[:8]): path.stat().st_size for path in sorted(directory.glob("*.dat"))}
     damage(directory, records, faults)
-    return records, logs
+    return records, sizes
 
 
 def reference_tolerant_split(directory: str, log: int, start: int, stop: int) -> Json:
@@ -216,6 +236,38 @@ def test_a_tolerant_read_steps_over_the_damage_the_reference_steps_over(
         assert_same(ask(java, {"path": str(directory), "tolerant": True}), read_log_tolerant(str(directory)))
 
 
+@pytest.mark.spec("R-43")
+@EXAMPLES
+@given(java_log_items, java_compressed_damages)
+def test_compressed_copies_damaged_or_not_are_read_as_the_reference_reads_them(
+    java: SessionTestee, items: list[Item], faults: list[Fault]
+) -> None:
+    """A segment compressed by the reference's compression (spec 2.6), with damage before and after: flipped, cut,
+    zeroed or appended to, the copy is unpacked as far as the reference unpacks it and fails where it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        damaged_log(directory, items, faults)
+        assert_same(ask(java, {"path": str(directory)}), read_log(str(directory)))
+        assert_same(ask(java, {"path": str(directory), "tolerant": True}), read_log_tolerant(str(directory)))
+
+
+@pytest.mark.spec("R-43")
+def test_a_zstd_archive_cut_inside_a_frame_after_a_whole_one_is_a_bad_header(java: SessionTestee) -> None:
+    """Decoders may end without an error where a cut frame follows a whole one in the bytes they hold (zstd-jni
+    does): the end of the frames is checked where the decoded stream ends."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        write(directory, [(bytes([n]) * 50, 1) for n in range(20)] + [None, (b"last", 1)])
+        plain = directory / "00000001.dat"
+        data = plain.read_bytes()
+        packer = zstandard.ZstdCompressor()
+        (directory / "00000001.dat.zst").write_bytes(packer.compress(data[:600]) + packer.compress(data[600:])[:-4])
+        plain.unlink()
+        expected = read_log(str(directory))
+        assert expected["error"] == {"class": "bad_header", "log": 1, "offset": "0", "index": None}
+        assert_same(ask(java, {"path": str(directory)}), expected)
+
+
 @pytest.mark.spec("R-28", "R-29", "R-30")
 @EXAMPLES
 @given(java_log_items, java_log_damages, st.data())
@@ -246,10 +298,10 @@ def test_consecutive_splits_return_and_reject_what_the_reference_splits_do(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp, "log")
-        _, logs = damaged_log(directory, items, faults)
-        for log in logs:  # every segment the log had, removed ones included
+        _, sizes = damaged_log(directory, items, faults)
+        for log, written in sizes.items():  # every segment the log had, removed and compressed ones included
             path = directory / f"{log:08d}.dat"
-            size = path.stat().st_size if path.exists() else 256
+            size = path.stat().st_size if path.exists() else written
             cuts = data.draw(st.lists(st.integers(257, max(size, 256) + 64), max_size=4, unique=True).map(sorted))
             for start, stop in zip([256, *cuts], [*cuts, U64_MAX], strict=True):
                 request = {"path": str(directory), "log": log, "start": str(start), "stop": str(stop)}
@@ -264,6 +316,19 @@ def in_one_piece(answer: Json) -> Json:
     """A read answer without its torn tail, which a read in parts does not look for (the last part ends at S)."""
     outcome = "accept" if answer["outcome"] == "recovered" else answer["outcome"]
     return {**answer, "outcome": outcome, "torn": None}
+
+
+@pytest.mark.spec("R-19", "R-27")
+def test_a_read_in_parts_learns_the_asqn_carried_over_a_segment_without_one(java: SessionTestee) -> None:
+    """Segment 3's first asqn (0) follows the walk's A (-1: segment 1's only record, forged, says so), not the last
+    asqn segment 1's slot gives (1), which the empty segment 2 passes on: the first part of segment 3 learns the
+    walk's A by walking back over segment 2 to segment 1."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        damaged_log(directory, [(b"", 1), None, None, (b"", None)], [("asqn", 0, 254), ("asqn", 1, 159)])
+        whole = in_one_piece(read_log(str(directory)))
+        assert whole["error"] is None and len(whole["records"]) == 2
+        assert_same(ask(java, {"path": str(directory), "plan_bytes": 1}), whole)
 
 
 def slot_lie_misjudged(answer: Json, faults: Sequence[Fault]) -> bool:

@@ -14,7 +14,7 @@ from binlog_frames import DamageRow, Record, collected, log_of_logs, reference, 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from openbinlog import Writer, build_indexes
+from openbinlog import Writer, build_indexes, compress_segments
 from openbinlog._format import RECORD_HEADER_SIZE
 from openbinlog.errors import BinlogError
 
@@ -42,18 +42,7 @@ def _readable(name: str) -> bool:
     return True
 
 
-def _packed(name: str) -> list[Path]:
-    """The compressed segments of a fixture (protocols 2.6)."""
-    return [*(FIXTURES / name).glob("*.dat.gz"), *(FIXTURES / name).glob("*.dat.zst")]
-
-
-def _compressed(name: str) -> bool:
-    return bool(_packed(name))
-
-
-# The JVM source reads plain segments only: a segment present only compressed is unsupported_feature there (R-45).
-ROWS = [name for name in NAMES if _readable(name) and not _compressed(name)]
-COMPRESSED = [name for name in NAMES if _readable(name) and _compressed(name)]
+ROWS = [name for name in NAMES if _readable(name)]
 
 
 def _long(value: int | None) -> int | None:
@@ -99,21 +88,24 @@ def test_failfast_fails_where_the_strict_reader_fails(spark: SparkSession, name:
         assert collected(frame) == (expected, [])
 
 
-@pytest.mark.parametrize("name", COMPRESSED)
-def test_a_segment_present_only_compressed_is_reported_unsupported_and_not_taken_as_the_end(
-    spark: SparkSession, name: str
+@pytest.mark.spec("R-43")
+def test_option_max_decompressed_bytes_caps_what_a_compressed_segment_unpacks(
+    spark: SparkSession, tmp_path: Path
 ) -> None:
-    records, _ = _reference(FIXTURES / name)
-    got_records, got_damages = collected(spark.read.format(FORMAT).load(str(FIXTURES / name)))
-    only_compressed = sorted(
-        int(path.name[:8]) for path in _packed(name) if not (FIXTURES / name / path.name[:12]).exists()
-    )
-    if not only_compressed:  # both forms present: the plain one is read (protocols 2.6)
-        assert (got_records, got_damages) == _reference(FIXTURES / name)
-        return
-    first = only_compressed[0]
-    assert ("unsupported_feature", first, 0) in [damage[:3] for damage in got_damages]
-    assert got_records == [record for record in records if record[0] < first]
+    """As the Python source's: a segment that would unpack beyond it is a bad_header row at offset 0, and the other
+    segments are read; FAILFAST fails with it."""
+    log = _log(tmp_path / "log", 600, segment_bytes=40_000)
+    packed = sorted(item.log for item in compress_segments(log, codec="zst"))
+    records, _ = reference(log)
+    assert packed
+    frame = spark.read.format(FORMAT)
+    assert collected(frame.load(str(log))) == (records, [])
+    capped = frame.option("maxDecompressedBytes", "1k")
+    got_records, got_damages = collected(capped.load(str(log)))
+    assert [damage[:3] for damage in got_damages] == [("bad_header", number, 0) for number in packed]
+    assert got_records == [record for record in records if record[0] not in packed]
+    with pytest.raises(Exception, match=r"BinlogException: bad_header .*more than 1024 bytes.*maxDecompressedBytes"):
+        capped.option("mode", "FAILFAST").load(str(log)).collect()
 
 
 def test_a_missing_path_is_spark_path_not_found(spark: SparkSession, tmp_path: Path) -> None:

@@ -8,12 +8,14 @@ import java.util.List;
  * A reader of one log: the entry points of the walk (readers §10.2) over one listing of its directory (R-1).
  * It never writes and never locks (R-2). Strict reads throw {@link BinlogException} at the first damage, after
  * every record before it went to the sink (R-9); tolerant ones list damage and step over it (readers §10.4).
+ * Compressed segments (protocols §2.6) are read as {@link Unpacking} says; closing the reader drops the
+ * temporary files they are unpacked into.
  */
 public final class LogReader implements AutoCloseable {
     private final LogView view;
 
-    public LogReader(Storage storage) throws IOException {
-        this.view = new LogView(storage);
+    public LogReader(Storage storage, Unpacking unpacking) throws IOException {
+        this.view = new LogView(storage, unpacking);
     }
 
     /** The log number a directory entry names as a segment, plain or compressed; 0 for any other name. */
@@ -55,8 +57,8 @@ public final class LogReader implements AutoCloseable {
     }
 
     /**
-     * The sizes of the plain segment files present, in log order, for sizing splits: a segment that cannot be
-     * opened is left out (a read of it reports why). It reads no header.
+     * The sizes of the segment files present, in log order, for sizing splits (of a compressed segment, its
+     * archive's): a segment that cannot be opened is left out (a read of it reports why). It reads no header.
      */
     public List<Long> segmentSizes() {
         List<Long> sizes = new ArrayList<>();
@@ -64,10 +66,10 @@ public final class LogReader implements AutoCloseable {
             try {
                 SegmentFile f = view.segment(n);
                 if (f != null) {
-                    sizes.add(f.size());
+                    sizes.add(f.storedSize());
                 }
             } catch (BinlogException e) {
-                continue; // compressed only, or no regular file: the part that reads it raises
+                continue; // in a form this reader does not read, or no regular file: the part that reads it raises
             }
         }
         return sizes;
@@ -130,7 +132,12 @@ public final class LogReader implements AutoCloseable {
         return new Walk(view, false, sink).fromRef(log, Offsets.clamp(offset), index);
     }
 
-    /** Holds no resource: every read opens and closes what it reads (see {@link LocalStorage}). */
+    /**
+     * Drops the temporary files of compressed segments; it holds no other resource: every read opens and closes
+     * what it reads (see {@link LocalStorage}).
+     */
     @Override
-    public void close() {}
+    public void close() {
+        view.close();
+    }
 }

@@ -2,6 +2,8 @@ package org.openbinlog.format;
 
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -11,23 +13,27 @@ import java.util.regex.Pattern;
 /**
  * The listing of a log directory (R-1) and its segments, opened (OPEN of readers §10.2.2) and with their
  * headers checked (format §3.4, legacy-v1 §B.3) once each. A blank last segment is not present (R-7).
+ * Compressed segments are read as {@link Unpacking} says; {@link #close} drops what they unpacked.
  */
-final class LogView {
+final class LogView implements AutoCloseable {
     static final int MAX_LOG_NUMBER = 99_999_999;
     private static final Pattern SEGMENT = Pattern.compile("[0-9]{8}\\.dat(\\.gz|\\.zst)?");
-    private static final String[] COMPRESSED = {".gz", ".zst"};
+    private static final String[] COMPRESSED = {"gz", "zst"}; // in the order OPEN tries them
     /** Listings while the segment a listing ends with is removed before it is opened (retention). */
     private static final int MAX_LISTINGS = 8;
 
     final Storage storage;
+    private final Unpacking unpacking;
+    private final Deque<CompressedSegment> live = new ArrayDeque<>();
     private TreeSet<Integer> present = new TreeSet<>();
     private int blank;
     private boolean lock;
     private final Map<Integer, SegmentFile> open = new HashMap<>();
     private final Map<Integer, Header> headers = new HashMap<>();
 
-    LogView(Storage storage) throws BinlogException {
+    LogView(Storage storage, Unpacking unpacking) throws BinlogException {
         this.storage = storage;
+        this.unpacking = unpacking;
         list();
     }
 
@@ -60,7 +66,7 @@ final class LogView {
                 s = openFile(last);
             } catch (BinlogException e) {
                 if (e.errorClass == ErrorClass.UNSUPPORTED_FEATURE) {
-                    return; // only compressed: not blank
+                    return; // only compressed, in a form this reader does not read: not blank
                 }
                 throw e;
             }
@@ -81,9 +87,19 @@ final class LogView {
         return SEGMENT.matcher(name).matches() ? Integer.parseInt(name.substring(0, 8)) : 0;
     }
 
-    /** Format §3.5: at most 256 bytes, all zero, a file of no bytes included. */
+    /**
+     * Format §3.5: at most 256 bytes, all zero, a file of no bytes included. A compressed segment that cannot be
+     * unpacked that far is not blank: the walk reports why where it opens it.
+     */
     private static boolean blank(SegmentFile s) throws BinlogException {
-        return s.size() <= Header.SIZE && s.firstNonZero(0) == s.size();
+        try {
+            return s.sizeUpTo(Header.SIZE + 1) <= Header.SIZE && s.firstNonZero(0) == s.size();
+        } catch (BinlogException e) {
+            if (!s.compressed()) {
+                throw e;
+            }
+            return false;
+        }
     }
 
     boolean empty() {
@@ -123,9 +139,10 @@ final class LogView {
     }
 
     /**
-     * OPEN(n) of readers §10.2.2: the plain file, else {@code unsupported_feature} when only a compressed
-     * form exists (R-45); when no name of n exists, the directory is listed again, and n is absent (null)
-     * unless the fresh listing shows it, when a second failure is {@code io_error}.
+     * OPEN(n) of readers §10.2.2: the plain file, else the gzip copy, else the Zstandard one (protocols §2.6), or
+     * {@code unsupported_feature} for a form this reader has no decoder of (R-45); when no name of n exists, the
+     * directory is listed again, and n is absent (null) unless the fresh listing shows it, when a second failure
+     * is {@code io_error}.
      */
     SegmentFile segment(int n) throws BinlogException {
         SegmentFile s = openFile(n);
@@ -163,7 +180,7 @@ final class LogView {
     static Header read(SegmentFile s) throws BinlogException {
         byte[] b = s.head();
         s.stat();
-        return Header.check(b, b.length, s.size(), s.log, s.file());
+        return Header.check(b, b.length, s.sizeUpTo(Header.SIZE), s.log, s.file());
     }
 
     static String name(int n) {
@@ -177,15 +194,12 @@ final class LogView {
         }
         String name = name(n);
         try {
-            s = new SegmentFile(storage, name, n, storage.size(name));
+            s = new SegmentFile(storage, name, n, storage.size(name), null);
         } catch (NoSuchFileException e) {
-            for (String suffix : COMPRESSED) {
-                if (exists(name + suffix)) {
-                    throw new BinlogException(ErrorClass.UNSUPPORTED_FEATURE, storage.describe(name + suffix), n, 0L,
-                            null, "only a compressed form of the segment exists, and this reader reads plain ones");
-                }
+            s = openCompressed(n, name);
+            if (s == null) {
+                return null;
             }
-            return null;
         } catch (IOException e) {
             throw new BinlogException(ErrorClass.IO_ERROR, storage.describe(name), n, null, null, e.toString(), e);
         }
@@ -193,14 +207,34 @@ final class LogView {
         return s;
     }
 
-    private boolean exists(String name) {
-        try {
-            storage.size(name);
-            return true;
-        } catch (NoSuchFileException e) {
-            return false;
-        } catch (IOException e) {
-            return true; // it exists but cannot be read: it is still only the compressed form
+    /** The first compressed form of segment n that exists, or null. */
+    private SegmentFile openCompressed(int n, String plain) throws BinlogException {
+        for (String suffix : COMPRESSED) {
+            String name = plain + "." + suffix;
+            long stored;
+            try {
+                stored = storage.size(name);
+            } catch (NoSuchFileException e) {
+                continue;
+            } catch (IOException e) {
+                throw new BinlogException(ErrorClass.IO_ERROR, storage.describe(name), n, null, null, e.toString(), e);
+            }
+            Decompressor decompressor = unpacking.decompressor(suffix);
+            if (decompressor == null) {
+                throw new BinlogException(ErrorClass.UNSUPPORTED_FEATURE, storage.describe(name), n, 0L, null,
+                        "only a compressed form of the segment exists, and this reader does not read ." + suffix);
+            }
+            return new SegmentFile(storage, name, n, stored,
+                    new CompressedSegment(storage, name, n, decompressor, unpacking, live));
+        }
+        return null;
+    }
+
+    /** Drops the temporary files of compressed segments. */
+    @Override
+    public void close() {
+        while (!live.isEmpty()) {
+            live.peekFirst().release();
         }
     }
 }

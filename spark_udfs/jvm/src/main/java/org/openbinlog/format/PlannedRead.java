@@ -43,7 +43,7 @@ final class PlannedRead {
         };
         CountingStorage storage = new CountingStorage(new LocalStorage(Paths.get(request.path("path").asText())));
         JsonNode error = null;
-        try (LogReader reader = new LogReader(storage)) {
+        try (LogReader reader = new LogReader(storage, Testee.UNPACKING)) {
             if (split) {
                 int log = request.get("log").asInt();
                 List<Long> starts = reader.cuts(log, request.get("parts").asInt());

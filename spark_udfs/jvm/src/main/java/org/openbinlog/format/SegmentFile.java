@@ -8,7 +8,8 @@ import java.util.zip.CRC32C;
  * One open segment file: its size {@code F} and positioned reads through a reused window, so that a record
  * costs no allocation (its payload goes to the sink in the window). Every failed or short read is
  * {@code io_error} (R-20): callers bound what they read by {@code F}, so a short read means the file changed,
- * never that it is truncated.
+ * never that it is truncated. A compressed segment (protocols §2.6) is read as its unpacked bytes, and its
+ * {@code F} is theirs ({@link CompressedSegment}).
  */
 final class SegmentFile {
     static final int WINDOW = 1 << 18;
@@ -18,34 +19,56 @@ final class SegmentFile {
     final Storage storage;
     final String name;
     final int log;
-    private long size;
+    private long size; // of a compressed segment: the archive's
+    private final CompressedSegment unpacked;
     private final byte[] window = new byte[WINDOW];
     private long windowAt;
     private int windowLength;
     private long limit = Long.MAX_VALUE;
     private final CRC32C crc = new CRC32C();
 
-    SegmentFile(Storage storage, String name, int log, long size) {
+    SegmentFile(Storage storage, String name, int log, long size, CompressedSegment unpacked) {
         this.storage = storage;
         this.name = name;
         this.log = log;
         this.size = size;
+        this.unpacked = unpacked;
     }
 
     String file() {
         return storage.describe(name);
     }
 
-    long size() {
+    boolean compressed() {
+        return unpacked != null;
+    }
+
+    /** F; of a compressed segment, unpacked up to its end to be known. */
+    long size() throws BinlogException {
+        return unpacked == null ? size : unpacked.size();
+    }
+
+    /** {@code min(F, n)}; a compressed segment is unpacked only as far as {@code n}. */
+    long sizeUpTo(long n) throws BinlogException {
+        return unpacked == null ? Math.min(size, n) : unpacked.sizeUpTo(n);
+    }
+
+    /** The size of the file itself (of a compressed segment, the archive's): what sizing splits weighs. */
+    long storedSize() {
         return size;
     }
 
-    /** The size again; the window is dropped, since bytes beyond an old commit point may have been written. */
+    /**
+     * The size again; the window is dropped, since bytes beyond an old commit point may have been written. A
+     * compressed segment is sealed: its bytes do not change.
+     */
     void stat() throws BinlogException {
-        try {
-            size = storage.size(name);
-        } catch (IOException e) {
-            throw ioError(null, e);
+        if (unpacked == null) {
+            try {
+                size = storage.size(name);
+            } catch (IOException e) {
+                throw ioError(null, e);
+            }
         }
         windowLength = 0;
     }
@@ -61,7 +84,7 @@ final class SegmentFile {
     /** The window holding {@code [pos, pos + n)}, n at most the window's size, refilled when it does not. */
     byte[] window(long pos, int n) throws BinlogException {
         if (pos < windowAt || pos + n > windowAt + windowLength) {
-            int want = (int) Math.max(0, Math.min(WINDOW, Math.min(size, limit) - pos));
+            int want = (int) Math.max(0, Math.min(WINDOW, Math.min(size(), limit) - pos));
             windowAt = pos;
             windowLength = 0;
             readFully(pos, window, 0, Math.max(want, n));
@@ -102,9 +125,13 @@ final class SegmentFile {
         return out;
     }
 
-    /** The header's bytes from the file (never the window), read again by R-46 while neither slot is valid. */
+    /**
+     * The header's bytes from the file (never the window), read again by R-46 while neither slot is valid. A
+     * compressed segment is unpacked one byte beyond the header, as far as the blank check of OPEN reads (format
+     * §3.5): failures in that range are met when the segment is opened, as the reference meets them.
+     */
     byte[] head() throws BinlogException {
-        int n = (int) Math.min(Header.SIZE, size);
+        int n = (int) Math.min(Header.SIZE, sizeUpTo(Header.SIZE + 1));
         byte[] b = new byte[n];
         readFully(0, b, 0, n);
         for (int reads = 1; reads < SETTLE_READS && Header.slotsToSettle(b, n); reads++) {
@@ -121,8 +148,9 @@ final class SegmentFile {
 
     /** The offset of the first non-zero byte at or after {@code from}, or the size when there is none. */
     long firstNonZero(long from) throws BinlogException {
-        for (long pos = from; pos < size; ) {
-            int n = (int) Math.min(WINDOW, size - pos);
+        long end = size();
+        for (long pos = from; pos < end; ) {
+            int n = (int) Math.min(WINDOW, end - pos);
             byte[] b = window(pos, n);
             int base = at(pos);
             for (int i = 0; i < n; i++) {
@@ -132,14 +160,15 @@ final class SegmentFile {
             }
             pos += n;
         }
-        return size;
+        return end;
     }
 
     private void readFully(long pos, byte[] b, int off, int n) throws BinlogException {
         int done = 0;
         try {
             while (done < n) {
-                int got = storage.read(name, pos + done, b, off + done, n - done);
+                int got = unpacked == null ? storage.read(name, pos + done, b, off + done, n - done)
+                        : unpacked.read(pos + done, b, off + done, n - done);
                 if (got < 0) {
                     throw ioError(pos, new IOException("the file ended at " + (pos + done) + ", before its size"));
                 }

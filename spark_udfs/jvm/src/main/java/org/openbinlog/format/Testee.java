@@ -12,16 +12,21 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Paths;
 import java.util.HexFormat;
+import java.util.ServiceLoader;
 
 /**
  * The conformance testee of this reader: the JSON-lines session of spec/conformance.md §3.4, reader role
  * only ({@code hello}, {@code read} from the start, after a ref, tolerant, one split, planned splits;
- * {@code bye}).
+ * {@code bye}). It reads compressed segments, with no cap, when a Zstandard {@link Decompressor} is a service on
+ * its class path (the Spark package's, by zstd-jni): reading them means both codecs of protocols §2.6.
  */
 public final class Testee {
     private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final HexFormat HEX = HexFormat.of();
+    static final Unpacking UNPACKING = new Unpacking(ServiceLoader.load(Decompressor.class).stream()
+            .map(ServiceLoader.Provider::get).filter(d -> d.suffix().equals("zst")).findFirst().orElse(null),
+            Long.MAX_VALUE, "");
 
     private Testee() {}
 
@@ -61,8 +66,11 @@ public final class Testee {
         ObjectNode reply = JSON.objectNode().put("ok", true).put("name", "openbinlog-java").put("version", "0.1.0")
                 .put("spec_version", "2.1");
         reply.putArray("roles").add("reader");
-        reply.putArray("capabilities").add("legacy_v1").add("refs").add("tolerant").add("split")
-                .add("split_plan");
+        ArrayNode capabilities = reply.putArray("capabilities").add("legacy_v1").add("refs").add("tolerant")
+                .add("split").add("split_plan");
+        if (UNPACKING.zstd() != null) {
+            capabilities.add("compressed");
+        }
         // Format §14: a full reader finds the end of a finished, unsealed segment by the tail walk of §8.4.
         reply.putObject("choices").put("finished_segment_end", "tail_walk");
         return reply;
@@ -125,7 +133,7 @@ public final class Testee {
         };
         Torn torn = null;
         JsonNode error = null;
-        try (LogReader reader = new LogReader(new LocalStorage(Paths.get(request.path("path").asText())))) {
+        try (LogReader reader = new LogReader(new LocalStorage(Paths.get(request.path("path").asText())), UNPACKING)) {
             if (given(request, "plan_bytes")) {
                 for (Part part : reader.plan(request.get("plan_bytes").asLong())) {
                     reader.readPart(part, tolerant, sink);

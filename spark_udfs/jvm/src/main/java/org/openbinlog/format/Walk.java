@@ -211,10 +211,16 @@ final class Walk {
      * at or before it (SPLIT with an index; a cut with none beyond the cut before is left out), so that a payload
      * holding valid records cannot make a false boundary. With bounds, its parts cover only [the checked entry
      * at or before the first row that can match, the checked entry after the last), as SEEK with an index starts
-     * at both ends; the record at the stop entry is not returned, and a part at S makes NEXT's checks.
+     * at both ends; the record at the stop entry is not returned, and a part at S makes NEXT's checks. A compressed
+     * segment (protocols §2.6) is one part, read whole, its index unused, as the Python source plans it: a cut
+     * would unpack it up to there in each task.
      */
     private void planSegment(java.util.List<Part> parts, long step, Bounds bounds, long carried, boolean endRaises)
             throws java.io.IOException {
+        if (f.compressed()) {
+            parts.add(new Part(n, 0, Part.TO_END, carried, endRaises));
+            return;
+        }
         CheckedEntries entries = endRaises ? null : checkedEntries();
         IndexFile.Entry from = entries == null ? null : narrowedStart(entries, bounds);
         IndexFile.Entry to = entries == null ? null : narrowedStop(entries, bounds);
@@ -340,7 +346,8 @@ final class Walk {
      * The cut points of planned splits of segment {@code log} into at most {@code parts} splits (conformance
      * §3.2): 256, then the offsets at the fractions 1/parts, 2/parts, ... of [256, S), each moved to the checked
      * entry at or before it when the segment has a usable index (SPLIT with an index, index §18.5), or taken as
-     * they are without one. A segment that cannot be split is one split, whose read reports why.
+     * they are without one. A segment that cannot be split is one split, whose read reports why; so is a
+     * compressed one.
      */
     java.util.List<Long> cuts(int log, int parts) throws java.io.IOException {
         java.util.List<Long> cuts = new java.util.ArrayList<>(java.util.List.of((long) Header.SIZE));
@@ -352,6 +359,9 @@ final class Walk {
             end();
         } catch (BinlogException unsplittable) {
             return cuts; // the split read reports it
+        }
+        if (f.compressed()) {
+            return cuts; // one split, as PLAN makes one part of it
         }
         long span = Math.min(s, f.size()) - Header.SIZE;
         java.util.List<Long> wanted = new java.util.ArrayList<>();
@@ -450,7 +460,8 @@ final class Walk {
     /**
      * The A READ-LOG has when it enters segment {@code log}: the walk of the segment PLAN puts before it, again,
      * as its first part walks it, with the A PLAN carries into that one, corrected in turn where that A misjudges
-     * its first asqn. Only a first asqn that fails step 8 after the A carried asks for it.
+     * its first asqn, or where it holds no asqn to settle it. Only a first asqn that fails step 8 after the A
+     * carried asks for it.
      */
     private long enteringAsqn(int log) throws java.io.IOException {
         java.util.List<Part> segments = new Walk(view, true, record -> {}).plan(Part.TO_END);
@@ -468,7 +479,8 @@ final class Walk {
         again.a = before.carriedAsqn();
         again.carriedUnsettled = true;
         again.walk(header.firstRecord());
-        return again.a;
+        // A segment without an asqn leaves the A it was entered with: the one PLAN carried, learnt again before it.
+        return again.carriedUnsettled ? again.enteringAsqn(before.log()) : again.a;
     }
 
     /**
@@ -795,8 +807,14 @@ final class Walk {
         return true;
     }
 
-    /** The torn tail of N, the segment the log ends with: non-zero bytes beyond its commit point. */
+    /**
+     * The torn tail of N, the segment the log ends with: non-zero bytes beyond its commit point (R-12). A compressed
+     * copy is unpacked no further than its commit point (R-43): nothing shows beyond it.
+     */
     private Torn torn() throws BinlogException {
+        if (f.compressed()) {
+            return null;
+        }
         long commit = h.legacy() ? Offsets.clamp(h.lastElementPosition) : c;
         f.stat();
         return f.firstNonZero(commit) < f.size() ? new Torn(n, commit) : null;

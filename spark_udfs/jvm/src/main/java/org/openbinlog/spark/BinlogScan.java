@@ -84,7 +84,8 @@ final class BinlogScan implements Scan, Batch {
                         continue;
                     }
                     Storage storage = Storages.open(log.directory(), local(log) ? Map.of() : hadoop);
-                    kept.add(new Planned(log, values, storage, new LogReader(new SelectedStorage(storage, log.names()))));
+                    kept.add(new Planned(log, values, storage,
+                            new LogReader(new SelectedStorage(storage, log.names()), options.unpacking())));
                 }
                 long step = splitBytes(kept.stream().flatMap(p -> p.reader().segmentSizes().stream()).toList());
                 for (Planned log : kept) {

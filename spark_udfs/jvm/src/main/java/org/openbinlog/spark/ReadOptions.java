@@ -17,6 +17,7 @@ import java.util.regex.Pattern;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.sql.catalyst.util.DateTimeUtils;
 import org.apache.spark.sql.internal.SQLConf;
+import org.openbinlog.format.Unpacking;
 
 /**
  * The options of one read, with the same names, defaults and checks as the Python source's (openbinlog_spark
@@ -45,9 +46,11 @@ final class ReadOptions implements Serializable {
     final int maxCorruptRecordBytes;
     /** Whether filters prune and narrow the read (option {@code pushdown}, as the Python source's). */
     final boolean pushdown;
+    /** The most bytes one compressed segment unpacks to (protocols §2.6, R-43). */
+    final long maxDecompressedBytes;
 
     private ReadOptions(List<String> paths, Map<String, String> lower, Mode mode, String corruptColumn,
-            Long maxPartitionBytes, int maxCorruptRecordBytes, boolean pushdown) {
+            Long maxPartitionBytes, int maxCorruptRecordBytes, boolean pushdown, long maxDecompressedBytes) {
         this.paths = paths;
         this.pathGlobFilter = lower.get("pathglobfilter");
         this.recursive = flag(lower, "recursiveFileLookup", false);
@@ -61,6 +64,12 @@ final class ReadOptions implements Serializable {
         this.maxPartitionBytes = maxPartitionBytes;
         this.maxCorruptRecordBytes = maxCorruptRecordBytes;
         this.pushdown = pushdown;
+        this.maxDecompressedBytes = maxDecompressedBytes;
+    }
+
+    /** How the read unpacks compressed segments: gzip and Zstandard, up to maxDecompressedBytes each. */
+    Unpacking unpacking() {
+        return new Unpacking(new ZstdDecompressor(), maxDecompressedBytes, "option maxDecompressedBytes");
     }
 
     /** Damage is stepped over (spec readers 10.4) unless the read fails at the first. */
@@ -105,8 +114,11 @@ final class ReadOptions implements Serializable {
         if (corruptBytes > Integer.MAX_VALUE - 8) {
             throw new OptionException("option maxCorruptRecordBytes must stay below 2 GiB");
         }
+        long maxDecompressed = lower.containsKey("maxdecompressedbytes")
+                ? parseSize("maxDecompressedBytes", lower.get("maxdecompressedbytes"))
+                : 16L << 30;
         return new ReadOptions(paths, lower, mode, corrupt, maxBytes, (int) corruptBytes,
-                flag(lower, "pushdown", true));
+                flag(lower, "pushdown", true), maxDecompressed);
     }
 
     /** The load paths: Spark passes one as {@code path}, several as {@code paths}, a JSON array. */

@@ -62,7 +62,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         try {
             Storage opened = Storages.open(part.directory, part.hadoop);
             CountingStorage storage = new CountingStorage(new SelectedStorage(opened, part.names));
-            try (LogReader reader = new LogReader(storage)) {
+            try (LogReader reader = new LogReader(storage, options.unpacking())) {
                 BatchSink sink = new BatchSink(storage);
                 try {
                     reader.readPart(part.part, options.tolerant(), sink);
