@@ -240,3 +240,14 @@ def test_a_directory_that_is_not_a_log_fails_at_load(spark: SparkSession, tmp_pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(Exception, match=r"io_error in .*empty: not a log directory"):
         spark.read.format("binlog-jvm").load(str(tmp_path / "empty"))
+
+
+@pytest.mark.parametrize("options", [{"maxPartitionNum": "1"}, {"openCostInBytes": "0", "maxPartitionBytes": "64m"}])
+def test_logs_packed_into_one_task_keep_each_logs_partition_values(
+    spark: SparkSession, tree: Path, options: dict[str, str]
+) -> None:
+    """Every log of the tree in one task: each batch carries its own log's partition values."""
+    _same(spark, [str(tree)], options)
+    frame = spark.read.format("binlog-jvm").options(**options).load(str(tree))
+    frame.collect()
+    assert "Tasks: 1," in frame._jdf.queryExecution().executedPlan().toString()

@@ -7,10 +7,14 @@ index, bytes skipped, resume index); FAILFAST fails with the strict reader's cla
 
 from __future__ import annotations
 
+import gzip
+import re
 from pathlib import Path
 
 import pytest
+import zstandard
 from binlog_frames import DamageRow, Record, collected, log_of_logs, reference, strict_reference
+from logtools import flip_bit
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
 
@@ -106,6 +110,52 @@ def test_option_max_decompressed_bytes_caps_what_a_compressed_segment_unpacks(
     assert got_records == [record for record in records if record[0] not in packed]
     with pytest.raises(Exception, match=r"BinlogException: bad_header .*more than 1024 bytes.*maxDecompressedBytes"):
         capped.option("mode", "FAILFAST").load(str(log)).collect()
+
+
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_damage_in_a_compressed_segment_is_a_row_with_its_unpacked_bytes(
+    spark: SparkSession, tmp_path: Path, codec: str
+) -> None:
+    """The corrupt-record cell holds the bytes the walk stepped over, unpacked, and the file column names the
+    compressed file, as the Python source's rows do."""
+    log = _log(tmp_path / "log", 600, segment_bytes=40_000)
+    first = log / "00000001.dat"
+    flip_bit(first, 256 + 3 * (200 + RECORD_HEADER_SIZE) + 30)  # a byte of the fourth record
+    plain = first.read_bytes()
+    # Compressed by hand: compress_segments checks the records first and refuses a damaged segment.
+    packed = gzip.compress(plain) if codec == "gz" else zstandard.ZstdCompressor().compress(plain)
+    first.with_name(f"{first.name}.{codec}").write_bytes(packed)
+    first.unlink()
+    rows = {}
+    for name in ("binlog", FORMAT):
+        frame = spark.read.format(name).load(str(log)).where("_error is not null")
+        rows[name] = [(row["file"], row["offset"], bytes(row["_corrupt_record"])) for row in frame.collect()]
+    [(file, offset, cell)] = rows[FORMAT]
+    assert file.endswith(f"00000001.dat.{codec}")
+    assert cell and cell == plain[offset : offset + len(cell)]
+    assert rows[FORMAT] == rows["binlog"]
+
+
+def test_small_segments_are_packed_into_tasks_as_spark_packs_files(spark: SparkSession, tmp_path: Path) -> None:
+    """Parts go to tasks as Spark packs split files: small segments share a task, maxPartitionNum caps the tasks,
+    openCostInBytes and maxPartitionBytes set how much a task takes; every packing reads the same rows."""
+    log = _log(tmp_path / "log", 3000, segment_bytes=20_000)
+    segments = len(list(log.glob("*.dat")))
+    data = sum(path.stat().st_size for path in log.glob("*.dat"))
+    expected = _reference(log)
+    cases = {
+        "defaults": ({}, range(2, 3)),  # two cores: the segments' weight over two tasks
+        "maxPartitionNum": ({"maxPartitionNum": "1"}, range(1, 2)),
+        "openCostInBytes": ({"openCostInBytes": "0", "maxPartitionBytes": "100k"}, range(data // 102_400, segments)),
+        "minPartitions": ({"minPartitions": "5"}, range(5, 7)),
+    }
+    for name, (options, tasks) in cases.items():
+        frame = spark.read.format(FORMAT).options(**options).load(str(log))
+        assert collected(frame) == expected, name
+        planned = int(re.search(r"Tasks: (\d+)", frame._jdf.queryExecution().executedPlan().toString())[1])
+        assert planned in tasks, (name, planned)
+    with pytest.raises(Exception, match="option maxPartitionNum: '0' is not a whole number of at least 1"):
+        spark.read.format(FORMAT).option("maxPartitionNum", "0").load(str(log)).collect()
 
 
 def test_a_missing_path_is_spark_path_not_found(spark: SparkSession, tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ package org.openbinlog.format;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
 
 /**
  * A reader of one log: the entry points of the walk (readers §10.2) over one listing of its directory (R-1).
@@ -57,22 +59,51 @@ public final class LogReader implements AutoCloseable {
     }
 
     /**
-     * The sizes of the segment files present, in log order, for sizing splits (of a compressed segment, its
-     * archive's): a segment that cannot be opened is left out (a read of it reports why). It reads no header.
+     * The sizes of the segment files present, by log number in log order, for sizing splits (of a compressed
+     * segment, its archive's): a segment that cannot be opened is left out (a read of it reports why). It reads no
+     * header.
      */
-    public List<Long> segmentSizes() {
-        List<Long> sizes = new ArrayList<>();
+    public SortedMap<Integer, Long> segmentSizes() {
+        SortedMap<Integer, Long> sizes = new TreeMap<>();
         for (int n : view.presentSegments()) {
             try {
                 SegmentFile f = view.segment(n);
                 if (f != null) {
-                    sizes.add(f.storedSize());
+                    sizes.put(n, f.storedSize());
                 }
             } catch (BinlogException e) {
                 continue; // in a form this reader does not read, or no regular file: the part that reads it raises
             }
         }
         return sizes;
+    }
+
+    /**
+     * The file that holds segment {@code log}, plain or compressed, as its records' rows name it; the plain name
+     * where none can be opened now (a row of the damage that says why).
+     */
+    public String file(int log) {
+        try {
+            SegmentFile f = view.segment(log);
+            if (f != null) {
+                return f.file();
+            }
+        } catch (BinlogException e) {
+            // no file to name: the plain name below
+        }
+        return view.storage.describe(LogView.name(log));
+    }
+
+    /**
+     * Up to {@code length} bytes of segment {@code log} from {@code offset} as the walk reads them (unpacked, of a
+     * compressed segment), no further than its end: the bytes a damage report stepped over.
+     */
+    public byte[] bytes(int log, long offset, int length) throws IOException {
+        SegmentFile f = view.segment(log);
+        if (f == null || offset < 0 || length <= 0) {
+            return new byte[0];
+        }
+        return f.copy(offset, (int) Math.max(0, Math.min(length, f.sizeUpTo(offset + length) - offset)));
     }
 
     /** READ-LOG: every record from the log's start; the torn tail of the last segment, or null. */

@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 
@@ -72,8 +73,9 @@ final class BinlogScan implements Scan, Batch {
     public InputPartition[] planInputPartitions() {
         Configuration conf = Listing.sessionHadoopConf();
         Map<String, String> hadoop = Storages.settings(conf);
-        List<InputPartition> parts = new ArrayList<>();
+        List<SplitPartition.Piece> pieces = new ArrayList<>();
         List<Planned> kept = new ArrayList<>();
+        long step;
         pruned.clear();
         try {
             try {
@@ -87,16 +89,19 @@ final class BinlogScan implements Scan, Batch {
                     kept.add(new Planned(log, values, storage,
                             new LogReader(new SelectedStorage(storage, log.names()), options.unpacking())));
                 }
-                long step = splitBytes(kept.stream().flatMap(p -> p.reader().segmentSizes().stream()).toList());
+                List<Long> sizes = new ArrayList<>();
+                kept.forEach(p -> sizes.addAll(p.reader().segmentSizes().values()));
+                step = splitBytes(sizes);
                 for (Planned log : kept) {
                     InternalRow values = Partitions.project(log.values(), partitions, readSchema);
+                    SortedMap<Integer, Long> segments = log.reader().segmentSizes();
                     for (Part part : log.reader().plan(step, RowBounds.of(pushed))) {
                         if (!part.whole() && !LogPruning.keeps(pushed, part.log())) {
                             pruned.add(log.log().directory() + " " + part.log());
                             continue;
                         }
-                        parts.add(new SplitPartition(log.log().directory(), log.log().names(),
-                                local(log.log()) ? Map.of() : hadoop, part, values));
+                        pieces.add(new SplitPartition.Piece(log.log().directory(), log.log().names(),
+                                local(log.log()) ? Map.of() : hadoop, part, values, bytes(part, segments)));
                     }
                 }
             } finally {
@@ -107,28 +112,81 @@ final class BinlogScan implements Scan, Batch {
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
-        planned = parts.size();
-        return parts.toArray(new InputPartition[0]);
+        List<SplitPartition> tasks = tasks(pieces, step);
+        planned = tasks.size();
+        return tasks.toArray(new InputPartition[0]);
     }
 
     private static boolean local(Listing.Log log) {
         return Storages.local(log.directory());
     }
 
+    /** The bytes a part spans: its split of a segment, to the segment's end, or all of a log read whole. */
+    private static long bytes(Part part, SortedMap<Integer, Long> segments) {
+        if (part.whole()) {
+            return segments.values().stream().mapToLong(Long::longValue).sum();
+        }
+        long size = segments.getOrDefault(part.log(), 0L);
+        return Math.max(0, Math.min(part.stop(), size) - part.start());
+    }
+
+    /**
+     * The parts packed into tasks as Spark packs split files (FilePartition.getFilePartitions), but in log order:
+     * a task takes parts while their bytes, each weighing openCostInBytes more, stay within {@code step}; and
+     * when that makes more tasks than maxPartitionNum, packed again within the bytes over that many tasks.
+     */
+    private List<SplitPartition> tasks(List<SplitPartition.Piece> pieces, long step) {
+        long openCost = openCost();
+        List<SplitPartition> tasks = pack(pieces, step, openCost);
+        scala.Option<Object> setting = SQLConf.get().filesMaxPartitionNum();
+        Integer most = options.maxPartitionNum != null ? options.maxPartitionNum
+                : setting.isDefined() ? (Integer) setting.get() : null;
+        if (most != null && tasks.size() > most) {
+            long total = pieces.stream().mapToLong(piece -> piece.bytes() + openCost).sum();
+            tasks = pack(pieces, Math.max(1, (total + most - 1) / most), openCost);
+        }
+        return tasks;
+    }
+
+    private static List<SplitPartition> pack(List<SplitPartition.Piece> pieces, long step, long openCost) {
+        List<SplitPartition> tasks = new ArrayList<>();
+        List<SplitPartition.Piece> task = new ArrayList<>();
+        long size = 0;
+        for (SplitPartition.Piece piece : pieces) {
+            if (!task.isEmpty() && size + piece.bytes() > step) {
+                tasks.add(new SplitPartition(task));
+                task.clear();
+                size = 0;
+            }
+            task.add(piece);
+            size += piece.bytes() + openCost;
+        }
+        if (!task.isEmpty()) {
+            tasks.add(new SplitPartition(task));
+        }
+        return tasks;
+    }
+
+    private long openCost() {
+        return options.openCostInBytes != null ? options.openCostInBytes : SQLConf.get().filesOpenCostInBytes();
+    }
+
     /**
      * The option maxPartitionBytes, else the split size of Spark's file sources (FilePartition.maxSplitBytes):
-     * the segments' bytes, each file weighing openCostInBytes more, over minPartitionNum tasks (by default the
-     * session's cores), within openCostInBytes and maxPartitionBytes; so every core reads even a small log.
+     * the segments' bytes, each file weighing openCostInBytes more, over minPartitions tasks (by default
+     * spark.sql.files.minPartitionNum, else the session's cores), within openCostInBytes and maxPartitionBytes;
+     * so every core reads even a small log.
      */
     private long splitBytes(List<Long> sizes) {
         if (options.maxPartitionBytes != null) {
             return options.maxPartitionBytes;
         }
         SQLConf conf = SQLConf.get();
-        long openCost = conf.filesOpenCostInBytes();
+        long openCost = openCost();
         long total = sizes.stream().mapToLong(size -> size + openCost).sum();
         scala.Option<Object> minPartitions = conf.filesMinPartitionNum();
-        int tasks = minPartitions.isDefined() ? (Integer) minPartitions.get()
+        int tasks = options.minPartitions != null ? options.minPartitions
+                : minPartitions.isDefined() ? (Integer) minPartitions.get()
                 : ((org.apache.spark.sql.classic.SparkSession) SparkSession.active()).leafNodeDefaultParallelism();
         return Math.max(1, Math.min(conf.filesMaxPartitionBytes(), Math.max(openCost, total / tasks)));
     }

@@ -1,6 +1,8 @@
 package org.openbinlog.spark;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.vectorized.ColumnVectorUtils;
@@ -17,7 +19,8 @@ import org.openbinlog.format.Damage;
 /**
  * Rows of the read schema written straight into Spark's column vectors, as its Parquet reader fills them, so
  * that Spark turns them into rows with its generated code. A batch holds the rows of one segment file: its
- * {@code file} column is one constant, and so is each partition column (one log directory's values, set once).
+ * {@code file} column is one constant, and so is each partition column (one log directory's values, set when
+ * the batch starts on another log's rows).
  * Reused: {@link #start} empties it for the next rows.
  */
 final class ColumnBatch implements AutoCloseable {
@@ -35,24 +38,24 @@ final class ColumnBatch implements AutoCloseable {
     private final ConstantColumnVector file;
     private final WritableColumnVector corrupt;
     private final WritableColumnVector error;
+    private final List<ConstantColumnVector> values = new ArrayList<>();
+    private InternalRow partitions;
     private int segment;
     private UTF8String fileName;
     private int rows;
     private long bytes;
 
-    /** {@code partitions}: the values of the read schema's partition columns, in its order. */
-    ColumnBatch(StructType readSchema, Columns.Kind[] kinds, InternalRow partitions) {
+    ColumnBatch(StructType readSchema, Columns.Kind[] kinds) {
         ColumnVector[] vectors = new ColumnVector[kinds.length];
         WritableColumnVector[] byKind = new WritableColumnVector[Columns.Kind.values().length];
         ConstantColumnVector constant = null;
-        int partition = 0;
         for (int i = 0; i < kinds.length; i++) {
             if (kinds[i] == Columns.Kind.FILE) {
                 constant = new ConstantColumnVector(ROWS, DataTypes.StringType);
                 vectors[i] = constant;
             } else if (kinds[i] == Columns.Kind.PARTITION) {
                 ConstantColumnVector value = new ConstantColumnVector(ROWS, readSchema.fields()[i].dataType());
-                ColumnVectorUtils.populate(value, partitions, partition++);
+                values.add(value);
                 vectors[i] = value;
             } else {
                 byKind[kinds[i].ordinal()] = new OnHeapColumnVector(ROWS, readSchema.fields()[i].dataType());
@@ -74,8 +77,18 @@ final class ColumnBatch implements AutoCloseable {
         error = byKind[Columns.Kind.ERROR.ordinal()];
     }
 
-    /** Empties the batch for rows of segment {@code segment}, whose file is {@code fileName}. */
-    void start(int segment, UTF8String fileName) {
+    /**
+     * Empties the batch for rows of segment {@code segment}, whose file is {@code fileName}, of a log whose values
+     * of the read schema's partition columns are {@code partitions}, in its order.
+     */
+    void start(int segment, UTF8String fileName, InternalRow partitions) {
+        if (partitions != this.partitions) {
+            for (int i = 0; i < values.size(); i++) {
+                values.get(i).setNotNull(); // populate sets a null, never clears one: the last log's may be null
+                ColumnVectorUtils.populate(values.get(i), partitions, i);
+            }
+            this.partitions = partitions;
+        }
         this.segment = segment;
         this.fileName = fileName;
         rows = 0;

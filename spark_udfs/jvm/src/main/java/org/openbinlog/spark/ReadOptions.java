@@ -48,6 +48,10 @@ final class ReadOptions implements Serializable {
     final boolean pushdown;
     /** The most bytes one compressed segment unpacks to (protocols §2.6, R-43). */
     final long maxDecompressedBytes;
+    /** How tasks are sized and packed, as Spark's file sources do; null: the session's spark.sql.files.* setting. */
+    final Long openCostInBytes;
+    final Integer minPartitions;
+    final Integer maxPartitionNum;
 
     private ReadOptions(List<String> paths, Map<String, String> lower, Mode mode, String corruptColumn,
             Long maxPartitionBytes, int maxCorruptRecordBytes, boolean pushdown, long maxDecompressedBytes) {
@@ -59,6 +63,11 @@ final class ReadOptions implements Serializable {
         ZoneId zone = zone(lower.getOrDefault("timezone", SQLConf.get().sessionLocalTimeZone()));
         this.modifiedBeforeUs = time(lower, "modifiedBefore", zone);
         this.modifiedAfterUs = time(lower, "modifiedAfter", zone);
+        this.openCostInBytes = lower.containsKey("opencostinbytes")
+                ? parseSize("openCostInBytes", lower.get("opencostinbytes"))
+                : null;
+        this.minPartitions = count(lower, "minPartitions");
+        this.maxPartitionNum = count(lower, "maxPartitionNum");
         this.mode = mode;
         this.corruptColumn = corruptColumn;
         this.maxPartitionBytes = maxPartitionBytes;
@@ -133,6 +142,23 @@ final class ReadOptions implements Serializable {
         } catch (java.io.IOException e) {
             throw new OptionException("option paths: not a JSON array of strings: " + several);
         }
+    }
+
+    /** A count of tasks, at least 1; null when the option is not given. */
+    private static Integer count(Map<String, String> lower, String name) {
+        String text = lower.get(name.toLowerCase(Locale.ROOT));
+        if (text == null) {
+            return null;
+        }
+        try {
+            int value = Integer.parseInt(text.trim());
+            if (value >= 1) {
+                return value;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new OptionException("option " + name + ": '" + text + "' is not a whole number of at least 1");
     }
 
     /** A flag, as the Python source reads one: true, 1, yes or false, 0, no. */

@@ -1,5 +1,6 @@
 package org.openbinlog.spark;
 
+import java.io.Serializable;
 import java.util.List;
 import java.util.Map;
 
@@ -8,24 +9,25 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.openbinlog.format.Part;
 
 /**
- * One task's part of a log (the reader core's {@link Part}), where the log lies: its directory and the segment
- * files the listing selected there; and the log's values of the partition columns the query reads, in its order.
+ * One task: parts of logs read one after the other, packed as Spark packs the split files of its file sources
+ * into one task (FilePartition): a segment's split, or several small segments, of one log or of several.
  */
 final class SplitPartition implements InputPartition {
     private static final long serialVersionUID = 1L;
 
-    final String directory;
-    final List<String> names;
-    final Map<String, String> hadoop;
-    final Part part;
-    final InternalRow partitions;
+    /**
+     * One of the reader core's {@link Part}s, where its log lies (its directory and the segment files the listing
+     * selected there), the log's values of the partition columns the query reads, in its order, and the bytes the
+     * part spans, by which tasks are packed.
+     */
+    record Piece(String directory, List<String> names, Map<String, String> hadoop, Part part, InternalRow partitions,
+            long bytes) implements Serializable {
+        private static final long serialVersionUID = 1L;
+    }
 
-    SplitPartition(String directory, List<String> names, Map<String, String> hadoop, Part part,
-            InternalRow partitions) {
-        this.directory = directory;
-        this.names = names;
-        this.hadoop = hadoop;
-        this.part = part;
-        this.partitions = partitions;
+    final List<Piece> pieces;
+
+    SplitPartition(List<Piece> pieces) {
+        this.pieces = List.copyOf(pieces);
     }
 }

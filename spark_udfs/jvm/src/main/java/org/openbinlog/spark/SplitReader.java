@@ -22,8 +22,8 @@ import org.openbinlog.format.Sink;
 import org.openbinlog.format.Storage;
 
 /**
- * Reads one split with the reader core's walk, which pushes records and damage to a sink, in a thread of its own
- * that fills column batches for the task: the task pulls batches while the walk fills the next. A few batches
+ * Reads a task's parts, one after the other, with the reader core's walk, which pushes records and damage to a
+ * sink, in a thread of its own that fills column batches for the task: the task pulls batches while the walk fills the next. A few batches
  * go round between the two (the task gives one back when it asks for the next), so memory stays bounded
  * whatever the split's size.
  */
@@ -49,36 +49,20 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         Columns.Kind[] kinds = Columns.kinds(readSchema, options);
         ColumnBatch[] made = new ColumnBatch[BATCHES];
         for (int i = 0; i < BATCHES; i++) {
-            made[i] = new ColumnBatch(readSchema, kinds, part.partitions);
+            made[i] = new ColumnBatch(readSchema, kinds);
         }
         batches = List.of(made);
         free.addAll(batches);
-        this.walker = new Thread(this::walk, "binlog-part-" + part.part.log() + "-" + part.part.start());
+        SplitPartition.Piece first = part.pieces.get(0);
+        this.walker = new Thread(this::walk, "binlog-part-" + first.part().log() + "-" + first.part().start());
         walker.setDaemon(true);
         walker.start();
     }
 
     private void walk() {
         try {
-            Storage opened = Storages.open(part.directory, part.hadoop);
-            CountingStorage storage = new CountingStorage(new SelectedStorage(opened, part.names));
-            try (LogReader reader = new LogReader(storage, options.unpacking())) {
-                BatchSink sink = new BatchSink(storage);
-                try {
-                    reader.readPart(part.part, options.tolerant(), sink);
-                } catch (BinlogException e) {
-                    // A tolerant walk stops at what it cannot step over (a damaged header, readers 10.4): a row of
-                    // its own in PERMISSIVE, dropped in DROPMALFORMED, as any other damage.
-                    if (!options.tolerant()) {
-                        throw e;
-                    }
-                    sink.damage(new Damage(e.errorClass, e.log == null ? part.part.log() : e.log,
-                            e.offset == null ? 0 : e.offset, e.index, e.getMessage(), 0, null));
-                }
-                sink.flush();
-            } finally {
-                bytesRead = storage.bytes();
-                Storages.close(opened);
+            for (SplitPartition.Piece piece : part.pieces) {
+                read(piece);
             }
             filled.add(END);
         } catch (InterruptedIOException e) {
@@ -86,6 +70,31 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         } catch (Throwable e) {
             failure = e;
             filled.add(END); // never full: it has room for every batch and the end
+        }
+    }
+
+    /** One part of the task's, to the end: its last batch is handed over, so that no batch holds two parts. */
+    private void read(SplitPartition.Piece piece) throws IOException {
+        Storage opened = Storages.open(piece.directory(), piece.hadoop());
+        CountingStorage storage = new CountingStorage(new SelectedStorage(opened, piece.names()));
+        long before = bytesRead;
+        try (LogReader reader = new LogReader(storage, options.unpacking())) {
+            BatchSink sink = new BatchSink(piece, storage, reader, before);
+            try {
+                reader.readPart(piece.part(), options.tolerant(), sink);
+            } catch (BinlogException e) {
+                // A tolerant walk stops at what it cannot step over (a damaged header, readers 10.4): a row of
+                // its own in PERMISSIVE, dropped in DROPMALFORMED, as any other damage.
+                if (!options.tolerant()) {
+                    throw e;
+                }
+                sink.damage(new Damage(e.errorClass, e.log == null ? piece.part().log() : e.log,
+                        e.offset == null ? 0 : e.offset, e.index, e.getMessage(), 0, null));
+            }
+            sink.flush();
+        } finally {
+            bytesRead = before + storage.bytes();
+            Storages.close(opened);
         }
     }
 
@@ -106,14 +115,22 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
     /** Writes the walk's records and damage into batches, by mode. */
     private final class BatchSink implements Sink {
+        private final SplitPartition.Piece piece;
         private final CountingStorage storage;
-        private final UTF8String directory = UTF8String.fromString(part.directory);
+        private final LogReader reader;
+        private final long before;
+        private final UTF8String directory;
         private ColumnBatch batch;
         private int fileLog;
         private UTF8String file;
 
-        BatchSink(CountingStorage storage) {
+        /** {@code before}: the bytes the task's parts before this one read. */
+        BatchSink(SplitPartition.Piece piece, CountingStorage storage, LogReader reader, long before) {
+            this.piece = piece;
             this.storage = storage;
+            this.reader = reader;
+            this.before = before;
+            this.directory = UTF8String.fromString(piece.directory());
         }
 
         /** The batch the next row of segment {@code log} from {@code file} goes to: a new one when the current
@@ -124,7 +141,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             }
             if (batch == null) {
                 batch = take();
-                batch.start(log, file);
+                batch.start(log, file, piece.partitions());
             }
             return batch;
         }
@@ -132,7 +149,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         private UTF8String file(int log) {
             if (file == null || log != fileLog) {
                 fileLog = log;
-                file = UTF8String.fromString(storage.describe(segmentName(log)));
+                file = UTF8String.fromString(reader.file(log));
             }
             return file;
         }
@@ -162,31 +179,17 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
         /** Up to maxCorruptRecordBytes of the bytes stepped over, for the corrupt-record column. */
         private byte[] raw(Damage d) throws IOException {
-            int length = (int) Math.min(d.bytesSkipped(), options.maxCorruptRecordBytes);
-            byte[] raw = new byte[Math.max(length, 0)];
-            int filled = 0;
-            while (filled < raw.length) {
-                int n = storage.read(segmentName(d.log()), d.offset() + filled, raw, filled, raw.length - filled);
-                if (n <= 0) {
-                    return java.util.Arrays.copyOf(raw, filled);
-                }
-                filled += n;
-            }
-            return raw;
+            return reader.bytes(d.log(), d.offset(), (int) Math.min(d.bytesSkipped(), options.maxCorruptRecordBytes));
         }
 
         /** Hands the batch being filled, which holds a row at least, to the task. */
         void flush() {
             if (batch != null) {
-                bytesRead = storage.bytes();
+                bytesRead = before + storage.bytes();
                 filled.add(Optional.of(batch));
                 batch = null;
             }
         }
-    }
-
-    private static String segmentName(int log) {
-        return String.format("%08d.dat", log);
     }
 
     @Override
@@ -203,7 +206,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             next = filled.take();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new InterruptedIOException("interrupted while reading " + part.directory);
+            throw new InterruptedIOException("interrupted while reading " + part.pieces.get(0).directory());
         }
         if (next.isEmpty()) {
             ended = true;
