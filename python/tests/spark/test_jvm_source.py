@@ -158,6 +158,22 @@ def test_small_segments_are_packed_into_tasks_as_spark_packs_files(spark: SparkS
         spark.read.format(FORMAT).option("maxPartitionNum", "0").load(str(log)).collect()
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("report", "option report is not supported"),
+        ("ignoreCorruptFiles", "option ignoreCorruptFiles is not supported"),
+    ],
+)
+def test_options_of_the_python_source_it_cannot_honour_are_refused(
+    spark: SparkSession, tmp_path: Path, option: str, message: str
+) -> None:
+    log = _log(tmp_path / "log", 10, segment_bytes=40_000)
+    assert collected(spark.read.format(FORMAT).option(option, "false").load(str(log))) == (reference(log)[0], [])
+    with pytest.raises(Exception, match=message):
+        spark.read.format(FORMAT).option(option, "true").load(str(log)).collect()
+
+
 def test_a_missing_path_is_spark_path_not_found(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(AnalysisException, match="PATH_NOT_FOUND"):
         spark.read.format(FORMAT).load(str(tmp_path / "absent")).collect()

@@ -98,6 +98,7 @@ final class ReadOptions implements Serializable {
                 lower.put(key.toLowerCase(Locale.ROOT), value);
             }
         });
+        refuseOptionsOfThePythonSource(lower);
         List<String> paths = paths(lower);
         if (paths.isEmpty()) {
             throw new OptionException("a path is required: spark.read.format(\"binlog-jvm\").load(DIR)");
@@ -141,6 +142,21 @@ final class ReadOptions implements Serializable {
             return List.of(new ObjectMapper().readValue(several, String[].class));
         } catch (java.io.IOException e) {
             throw new OptionException("option paths: not a JSON array of strings: " + several);
+        }
+    }
+
+    /**
+     * Options of the Python source whose results this source does not give: refused, never ignored, since a read
+     * that ignored them would return other rows than the user asked for.
+     */
+    private static void refuseOptionsOfThePythonSource(Map<String, String> lower) {
+        if (flag(lower, "report", false)) {
+            throw new OptionException("option report is not supported by binlog-jvm: the damage report is the "
+                    + "Python source's, format(\"binlog\") or openbinlog_spark.corruption_report");
+        }
+        if (flag(lower, "ignoreCorruptFiles", false)) {
+            throw new OptionException("option ignoreCorruptFiles is not supported by binlog-jvm: a damaged segment "
+                    + "header ends its log's walk (spec readers §10.4), where format(\"binlog\") skips the segment");
         }
     }
 
