@@ -251,3 +251,38 @@ def test_logs_packed_into_one_task_keep_each_logs_partition_values(
     frame = spark.read.format("binlog-jvm").options(**options).load(str(tree))
     frame.collect()
     assert "Tasks: 1," in frame._jdf.queryExecution().executedPlan().toString()
+
+
+def test_a_log_the_load_paths_give_two_sets_of_partition_values_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """A log reached from the root (a=1) and through its own segment (no partition) would need two rows of values;
+    the read fails at load(), as Spark's file sources ask for basePath, never giving the log either set."""
+    build_log(tmp_path / "a=1" / "log", records=30, cut_every=10)
+    build_log(tmp_path / "a=2" / "log", records=5)
+    paths = [str(tmp_path), str(tmp_path / "a=1" / "log" / "00000001.dat")]
+    for order in (paths, paths[::-1]):
+        with pytest.raises(Exception, match="reached through load paths that give it different partition values"):
+            spark.read.format("binlog-jvm").load(order).collect()
+    assert _same(spark, paths, {"basePath": str(tmp_path)})  # one base: one row of values
+
+
+def test_partition_columns_come_in_the_python_sources_order_beyond_u_ffff(spark: SparkSession, tmp_path: Path) -> None:
+    build_log(tmp_path / "\uff5e" / "b=1" / "log", records=5)
+    build_log(tmp_path / "\U0001f600" / "a=2" / "log", records=5)
+    assert _same(spark, [str(tmp_path)])
+    names = spark.read.format("binlog-jvm").load(str(tmp_path)).columns
+    assert names.index("b") < names.index("a")  # U+FF5E before U+1F600 by code point, not by UTF-16 unit
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"pathGlobFilter": "[z-a]*"}, "option pathGlobFilter: '\\[z-a\\]\\*' is not a glob"),
+        ({"columnNameOfCorruptRecord": "payload"}, "option columnNameOfCorruptRecord: 'payload' names a column"),
+        ({"columnNameOfCorruptRecord": "region"}, "option columnNameOfCorruptRecord: 'region' names a partition"),
+    ],
+)
+def test_options_that_clash_with_the_layout_are_refused_at_load(
+    spark: SparkSession, tree: Path, options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(Exception, match=message):
+        spark.read.format("binlog-jvm").options(**options).load(str(tree)).collect()

@@ -174,6 +174,14 @@ def test_options_of_the_python_source_it_cannot_honour_are_refused(
         spark.read.format(FORMAT).option(option, "true").load(str(log)).collect()
 
 
+def test_a_query_of_fields_of_error_reads_them(spark: SparkSession) -> None:
+    """Spark asks for some fields of _error only (nested pruning); the source reads it whole."""
+    name = next(name for name in ROWS if _reference(FIXTURES / name)[1])
+    classes = sorted(damage[0] for damage in _reference(FIXTURES / name)[1])
+    frame = spark.read.format(FORMAT).load(str(FIXTURES / name)).where("_error.error_class is not null")
+    assert sorted(row[0] for row in frame.select("_error.error_class").collect()) == classes
+
+
 def test_a_missing_path_is_spark_path_not_found(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(AnalysisException, match="PATH_NOT_FOUND"):
         spark.read.format(FORMAT).load(str(tmp_path / "absent")).collect()

@@ -29,6 +29,12 @@ public final class BinlogJvmSource implements TableProvider, DataSourceRegister 
         // Listed at load(), as Spark's file sources do: a missing path fails here, and partition directories are
         // columns. Each query lists again, to read the segments and logs there are then.
         List<Listing.Log> logs = Listing.logs(read, Listing.sessionHadoopConf());
+        for (Listing.Log log : logs) {
+            if (read.corruptRows() != null && log.partitions().containsKey(read.corruptRows())) {
+                throw new OptionException("option columnNameOfCorruptRecord: '" + read.corruptRows()
+                        + "' names a partition column of " + log.directory());
+            }
+        }
         return Columns.schema(read, Partitions.fields(logs, Columns.reserved(read)));
     }
 

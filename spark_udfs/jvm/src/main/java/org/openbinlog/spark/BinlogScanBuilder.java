@@ -8,6 +8,8 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -51,7 +53,12 @@ final class BinlogScanBuilder implements ScanBuilder, SupportsPushDownFilters, S
 
     @Override
     public void pruneColumns(StructType requiredSchema) {
-        readSchema = requiredSchema;
+        // _error is read whole: Spark may ask for some of its fields (nested pruning), and takes what readSchema
+        // says it gets.
+        readSchema = new StructType(java.util.Arrays.stream(requiredSchema.fields())
+                .map(field -> field.name().equals(Columns.ERROR_COLUMN)
+                        ? DataTypes.createStructField(field.name(), Columns.ERROR_TYPE, true) : field)
+                .toArray(StructField[]::new));
     }
 
     @Override

@@ -32,6 +32,11 @@ final class Columns {
 
     private Columns() {}
 
+    /** Whether {@code name} is one of the source's own columns, which no corrupt-record column may take. */
+    static boolean named(String name) {
+        return RECORD.containsKey(name) || name.equals(ERROR_COLUMN);
+    }
+
     /** Names no partition column takes: the source's columns, and those of the Python source's report rows. */
     static Set<String> reserved(ReadOptions options) {
         Set<String> names = new HashSet<>(RECORD.keySet());

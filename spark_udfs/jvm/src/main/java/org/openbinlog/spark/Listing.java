@@ -58,18 +58,43 @@ final class Listing {
         }
     }
 
+    /** Strings by code point, not by UTF-16 unit as String.compareTo: beyond U+FFFF the two orders differ. */
+    static int byCodePoint(String a, String b) {
+        int i = 0;
+        int j = 0;
+        while (i < a.length() && j < b.length()) {
+            int x = a.codePointAt(i);
+            int y = b.codePointAt(j);
+            if (x != y) {
+                return Integer.compare(x, y);
+            }
+            i += Character.charCount(x);
+            j += Character.charCount(y);
+        }
+        return Integer.compare(a.length() - i, b.length() - j);
+    }
+
     /** One listing: the segment files found so far, by directory. */
     private static final class Run {
         private final ReadOptions options;
         private final Configuration conf;
         private final GlobPattern nameFilter;
-        private final Map<String, TreeSet<String>> names = new TreeMap<>();
-        private final Map<String, Map<String, String>> partitions = new TreeMap<>();
+        // In code point order, as the Python source sorts: partition columns come in the order the logs give them.
+        private final Map<String, TreeSet<String>> names = new TreeMap<>(Listing::byCodePoint);
+        private final Map<String, Map<String, String>> partitions = new TreeMap<>(Listing::byCodePoint);
 
         Run(ReadOptions options, Configuration conf) {
             this.options = options;
             this.conf = conf;
-            this.nameFilter = options.pathGlobFilter == null ? null : new GlobPattern(options.pathGlobFilter);
+            this.nameFilter = options.pathGlobFilter == null ? null : glob(options.pathGlobFilter);
+        }
+
+        private static GlobPattern glob(String pattern) {
+            try {
+                return new GlobPattern(pattern);
+            } catch (RuntimeException e) { // Hadoop's pattern syntax errors are unchecked, of a shaded regex library
+                throw new OptionException("option pathGlobFilter: '" + pattern + "' is not a glob: " + e.getMessage());
+            }
         }
 
         List<Log> run() throws IOException {
@@ -137,7 +162,15 @@ final class Listing {
                 if (selected(segment)) {
                     String directory = text(segment.getPath().getParent(), local);
                     names.computeIfAbsent(directory, d -> new TreeSet<>()).add(segment.getPath().getName());
-                    partitions.put(directory, partitionsOf(directory, base));
+                    Map<String, String> values = partitionsOf(directory, base);
+                    Map<String, String> before = partitions.putIfAbsent(directory, values);
+                    if (before != null && !before.equals(values)) {
+                        // The columns of a log are one row of values: a log whose segments the load paths reach
+                        // from different bases would need two, so the read is refused rather than given either.
+                        throw new OptionException("the log " + directory + " is reached through load paths that "
+                                + "give it different partition values, " + before + " and " + values
+                                + ": load it through one of them, or give basePath");
+                    }
                 }
             }
         }

@@ -112,6 +112,9 @@ final class ReadOptions implements Serializable {
         }
         SQLConf conf = SQLConf.get();
         String corrupt = lower.getOrDefault("columnnameofcorruptrecord", conf.columnNameOfCorruptRecord());
+        if (Columns.named(corrupt)) {
+            throw new OptionException("option columnNameOfCorruptRecord: '" + corrupt + "' names a column of the source");
+        }
         Long maxBytes = lower.containsKey("maxpartitionbytes")
                 ? parseSize("maxPartitionBytes", lower.get("maxpartitionbytes"))
                 : null;
