@@ -8,6 +8,7 @@ index, bytes skipped, resume index); FAILFAST fails with the strict reader's cla
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from pathlib import Path
 
@@ -180,6 +181,25 @@ def test_a_query_of_fields_of_error_reads_them(spark: SparkSession) -> None:
     classes = sorted(damage[0] for damage in _reference(FIXTURES / name)[1])
     frame = spark.read.format(FORMAT).load(str(FIXTURES / name)).where("_error.error_class is not null")
     assert sorted(row[0] for row in frame.select("_error.error_class").collect()) == classes
+
+
+def _unpacked_files_open(spark: SparkSession) -> int:
+    """The driver JVM's open temporary files of unpacked segments (unlinked at open: seen only as descriptors)."""
+    pid = spark.sparkContext._jvm.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    return sum("binlog-unpacked-" in os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir() if fd.is_symlink())
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+def test_planning_a_compressed_log_leaves_no_unpacked_file_open(spark: SparkSession, tmp_path: Path) -> None:
+    """The planner reads the headers of compressed segments, unpacking their start into temporary files: it closes
+    its readers, which drops them (as every task's reader does)."""
+    log = _log(tmp_path / "log", 600, segment_bytes=40_000)
+    assert compress_segments(log, codec="gz")
+    before = _unpacked_files_open(spark)
+    frame = spark.read.format(FORMAT).load(str(log))
+    assert "Tasks: " in frame._jdf.queryExecution().executedPlan().toString()  # planned
+    assert _unpacked_files_open(spark) <= before
+    assert collected(frame) == (reference(log)[0], [])
 
 
 def test_a_missing_path_is_spark_path_not_found(spark: SparkSession, tmp_path: Path) -> None:

@@ -66,8 +66,9 @@ final class BinlogScan implements Scan, Batch {
         return new CustomMetric[] {new BytesReadMetric()};
     }
 
-    /** A log the partition filters keep, with its storage and reader open for planning. */
-    private record Planned(Listing.Log log, InternalRow values, Storage storage, LogReader reader) {}
+    /** A log the partition filters keep, with its storage and reader open for planning, and its segments' sizes. */
+    private record Planned(Listing.Log log, InternalRow values, Storage storage, LogReader reader,
+            SortedMap<Integer, Long> sizes) {}
 
     @Override
     public InputPartition[] planInputPartitions() {
@@ -86,26 +87,26 @@ final class BinlogScan implements Scan, Batch {
                         continue;
                     }
                     Storage storage = Storages.open(log.directory(), local(log) ? Map.of() : hadoop);
-                    kept.add(new Planned(log, values, storage,
-                            new LogReader(new SelectedStorage(storage, log.names()), options.unpacking())));
+                    LogReader reader = new LogReader(new SelectedStorage(storage, log.names()), options.unpacking());
+                    kept.add(new Planned(log, values, storage, reader, reader.segmentSizes()));
                 }
                 List<Long> sizes = new ArrayList<>();
-                kept.forEach(p -> sizes.addAll(p.reader().segmentSizes().values()));
+                kept.forEach(p -> sizes.addAll(p.sizes().values()));
                 step = splitBytes(sizes);
                 for (Planned log : kept) {
                     InternalRow values = Partitions.project(log.values(), partitions, readSchema);
-                    SortedMap<Integer, Long> segments = log.reader().segmentSizes();
                     for (Part part : log.reader().plan(step, RowBounds.of(pushed))) {
                         if (!part.whole() && !LogPruning.keeps(pushed, part.log())) {
                             pruned.add(log.log().directory() + " " + part.log());
                             continue;
                         }
                         pieces.add(new SplitPartition.Piece(log.log().directory(), log.log().names(),
-                                local(log.log()) ? Map.of() : hadoop, part, values, bytes(part, segments)));
+                                local(log.log()) ? Map.of() : hadoop, part, values, bytes(part, log.sizes())));
                     }
                 }
             } finally {
                 for (Planned log : kept) {
+                    log.reader().close(); // drops what planning unpacked of compressed segments
                     Storages.close(log.storage());
                 }
             }
