@@ -342,15 +342,22 @@ class TailScan:
 
 
 def next_entries(
-    decoder: RecordDecoder, source: Source, *, fed: int, end: int, most: int = BATCH_ENTRIES
+    decoder: RecordDecoder,
+    source: Source,
+    *,
+    fed: int,
+    end: int,
+    most: int = BATCH_ENTRIES,
+    least: int = READ_CHUNK,
 ) -> tuple[list[Entry], int]:
     """The next entries (up to ``most``), fed from ``source`` (bytes ``fed`` to ``end``) as needed.
 
     Returns the entries (none when the walk is over for now) and how far the
-    file has been fed. Reads are large and bounded by ``end``: memory stays
-    proportional to the bytes actually present. Each read starts where the
-    decoder stands, so the few bytes of a record cut by the previous read are
-    read again rather than joined to the next read by a copy of it.
+    file has been fed. Reads are of ``least`` bytes or more (what the record
+    being decoded needs) and bounded by ``end``: memory stays proportional to
+    the bytes actually present. Each read starts where the decoder stands, so
+    the few bytes of a record cut by the previous read are read again rather
+    than joined to the next read by a copy of it.
     """
     while True:
         entries = decoder.next_batch(most)
@@ -363,7 +370,7 @@ def next_entries(
             continue
         start, held = decoder.offset, decoder.pending()
         # A long record is read whole: ``read_at`` costs only the bytes the file holds, whatever its length says.
-        want = min(max(held + decoder.wanted(), READ_CHUNK), end - start)
+        want = min(max(held + decoder.wanted(), least), end - start)
         data = source.read_at(start, want)
         if len(data) <= held:  # nothing new: the file ends before ``end``
             end = fed
@@ -675,9 +682,16 @@ class SegmentWalk:
             error, self._pending = self._pending, None
             raise error
         while not self.over:
+            # At b(t) a split reads the one record it checks there (spec 10.5), not a chunk of the next split's.
+            landed = self.split is not None and self._decoder.offset >= self.split.walk_to
             try:
                 entries, self._fed = next_entries(
-                    self._decoder, self.source, fed=self._fed, end=self._limit(self._decoder.offset), most=most
+                    self._decoder,
+                    self.source,
+                    fed=self._fed,
+                    end=self._limit(self._decoder.offset),
+                    most=most,
+                    least=0 if landed else READ_CHUNK,
                 )
             except (CorruptionError, UnsupportedFeatureError) as exc:
                 exc.located(path=self.path)
@@ -729,7 +743,9 @@ class SegmentWalk:
             limit = bound if split is None else min(split.walk_to, bound)
             if at >= limit:
                 break
-            buf = self.source.read_at(at, min(chunk, bound - at))
+            # Never beyond b(t): a record that crosses it is not whole in ``buf``, and the reference step
+            # below meets it and reports the split ambiguous.
+            buf = self.source.read_at(at, min(chunk, limit - at))
             run = runs.verify(
                 buf, base=at, log=self.log, next_index=decoder.next_index, last_asqn=decoder.last_asqn, stop=limit
             )
@@ -739,9 +755,6 @@ class SegmentWalk:
             kept = len(run)
             if split is not None:
                 kept = run.count_before(split.walk_to if self.tolerant else split.stop)
-                if run.end > split.walk_to:
-                    self.over = True
-                    self._ambiguous(split)
             if kept:
                 return run.head(kept)  # type: ignore[return-value]  # a verifier's head is its own kind of run
         return self.next_batch()

@@ -300,21 +300,6 @@ class ArrowRuns:
 ARROW_RUNS = ArrowRuns()
 
 
-def _tiled(chunk: int, span: int) -> int:
-    """The read size for a range of ``span`` bytes that stops before the segment end, at most ``chunk``.
-
-    The walk reads ``chunk`` bytes at a time up to the segment end, so a
-    range would read up to a whole chunk beyond its stop. A range that fits
-    in a chunk is read in one read of its size; a longer one in equal parts,
-    each with a sixteenth more for the record a read leaves cut at its end.
-    """
-    if span <= chunk:
-        return max(span, 1)
-    reads = -(-span * 17 // (chunk * 16))
-    part = -(-span // reads)
-    return min(chunk, part + part // 16)
-
-
 class RangeWalker:
     """Walk one ``SegmentRange`` with the reference walk: yields ``RecordRun``, lists of ``Entry``
     and ``DamagedRegion``.
@@ -369,7 +354,6 @@ class RangeWalker:
             self.position = rng.readable_end
             return
         start, index, asqn, split = planned
-        chunk = self.chunk_bytes if split is None else _tiled(self.chunk_bytes, split.walk_to - start)
         walk = SegmentWalk(
             self.source,
             path=self.path,
@@ -386,7 +370,7 @@ class RangeWalker:
             self.position, self.next_index = walk.offset, walk.next_index
             if rng.narrowed and split is not None and walk.offset == split.walk_to:
                 break  # landed on the checked entry beyond the query's rows: nothing after it is wanted
-            part = walk.next_run(ARROW_RUNS, chunk=chunk)
+            part = walk.next_run(ARROW_RUNS, chunk=self.chunk_bytes)
             for damage in walk.damage[reported:]:
                 yield self._region(damage)
             reported = len(walk.damage)

@@ -20,7 +20,7 @@ from openbinlog import NO_ASQN, BadHeaderError, RecordDecoder, Writer, encode_re
 from openbinlog._crc import masked_crc32c
 from openbinlog._segment import SegmentHeaderInfo
 from openbinlog._segment_file import LocalDirectory
-from openbinlog.walk import SegmentWalk, end_in
+from openbinlog.walk import SegmentWalk, Split, end_in
 from openbinlog_spark.walk import ARROW_RUNS
 
 
@@ -92,3 +92,49 @@ def test_the_vectorised_walk_checks_r39_at_a_commit_point_below_the_segment_end(
         while len(walk.next_run(ARROW_RUNS, chunk=1 << 20)):
             pass
     segment.close()
+
+
+class _ReadRecorder:
+    """A segment source that remembers the furthest byte any read asked for."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.furthest = inner, 0
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        self.furthest = max(self.furthest, offset + size)
+        return self.inner.read_at(offset, size)  # type: ignore[attr-defined, no-any-return]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.spec("R-27")
+def test_a_split_walked_by_runs_reads_only_the_record_at_the_boundary_it_stops_at(tmp_path: Path) -> None:
+    # A split that stops mid-segment reads the record at b(t), which it checks (spec 10.5), and nothing after
+    # it: a read of a whole chunk would fetch the next split's bytes (on object storage, bytes paid for twice).
+    directory = tmp_path / "log"
+    with Writer(directory) as writer:
+        refs = [writer.append(bytes([i % 251]) * 100) for i in range(200)]
+    logs = LocalDirectory(str(directory))
+    segment = logs.open(1)
+    assert segment is not None
+    header = segment.header()
+    assert isinstance(header, SegmentHeaderInfo)
+    boundary = refs[120]
+    source = _ReadRecorder(segment)
+    walk = SegmentWalk(
+        source,  # type: ignore[arg-type]
+        path=segment.path,
+        header=header,
+        end=end_in(logs, segment, header, logs.segments()),
+        start=refs[40].offset,
+        next_index=refs[40].index,
+        last_asqn=NO_ASQN,
+        split=Split(boundary.offset, boundary.offset, boundary.index),
+    )
+    returned = 0
+    while part := walk.next_run(ARROW_RUNS, chunk=1 << 20):
+        returned += len(part)
+    segment.close()
+    assert returned == 80
+    assert source.furthest == refs[121].offset
