@@ -32,13 +32,16 @@ import io
 import tempfile
 import zlib
 from types import ModuleType
-from typing import IO, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from ._format import HEADER_SIZE
 from ._fs import MAX_FILE_OFFSET, pread
 from ._optional import require
 from ._segment import LegacyHeaderInfo, parse_header
 from .errors import BadHeaderError, BinlogError, BinlogIOError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 __all__ = ["CODECS", "CompressedSegment", "UnpackError", "unpacking"]
 
@@ -65,12 +68,147 @@ def unpacking(raw: IO[bytes], codec: str) -> IO[bytes]:
     A Zstandard archive may hold several frames (RFC 8878): their contents follow one another.
     """
     if codec == "gz":
-        # GzipFile's own buffer reads ahead of what is asked (8 KiB), which would unpack beyond the segment's end
-        # (R-43) and meet damage there: its member reader, with a buffer that passes every read through unchanged.
-        return cast(IO[bytes], io.BufferedReader(gzip._GzipReader(raw), buffer_size=1))
+        # Not GzipFile: its buffer reads ahead of what is asked (8 KiB), which would unpack beyond the segment's end
+        # (R-43) and meet damage there.
+        return cast(IO[bytes], _GzipMembers(raw))
     if codec == "zst":
         return cast(IO[bytes], _zstandard().ZstdDecompressor().stream_reader(raw, read_across_frames=True))
     raise ValueError(f"codec must be one of {CODECS}, not {codec!r}")
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 2, 4, 8, 16  # a member's header flags (RFC 1952 2.3.1)
+_DEFLATE = 8  # the one compression method of gzip
+_INPUT = io.DEFAULT_BUFFER_SIZE  # archive bytes read at a time
+_CUT = "Compressed file ended before the end-of-stream marker was reached"
+
+
+class _GzipMembers(io.RawIOBase):
+    """The unpacked bytes of the gzip archive ``raw`` (RFC 1952), member after member, as ``gzip.GzipFile`` reads
+    them: an empty archive holds no bytes; zero bytes after a member are skipped; any other byte after a member must
+    start one; the header CRC is skipped, the trailer's CRC-32 and size are checked once the member's deflate stream
+    has ended. A cut archive raises EOFError, other damage ``gzip.BadGzipFile`` or ``zlib.error``.
+
+    Unlike GzipFile, a read unpacks no more than it returns, and reads at most ``_INPUT`` bytes of the archive
+    beyond those it uses (R-43). ``raw`` stays open: its owner closes it. Members are raw deflate streams behind
+    headers parsed here: zlib's own gzip parsing (wbits 31) checks the header CRC and refuses reserved flags, which
+    GzipFile accepts.
+    """
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._pending = b""  # bytes of the archive read and not used yet: at most _INPUT
+        self._inflate = zlib.decompressobj(wbits=-zlib.MAX_WBITS)
+        self._in_member = False
+        self._crc = 0  # of the member's bytes unpacked so far
+        self._size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        with memoryview(buffer) as view, view.cast("B") as out:
+            data = self.read(len(out))
+            out[: len(data)] = data
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        """``size`` unpacked bytes, fewer only where the archive ends; all the rest when ``size`` is negative."""
+        if size < 0:
+            return self.readall()
+        pieces = []
+        while size > 0 and (piece := self._unpack(size)):
+            pieces.append(piece)
+            size -= len(piece)
+        return b"".join(pieces)
+
+    def _unpack(self, size: int) -> bytes:
+        """At most ``size`` unpacked bytes, none only at the end of the archive."""
+        while True:
+            if self._in_member and self._inflate.eof:
+                self._trailer()
+                self._in_member = False
+            if not self._in_member:
+                if not self._header():
+                    return b""
+                self._inflate = zlib.decompressobj(wbits=-zlib.MAX_WBITS)
+                self._crc = self._size = 0
+                self._in_member = True
+            data = self._input(_INPUT)
+            # Empty input still gives what the decompressor holds back when the last read filled ``size``.
+            piece = self._inflate.decompress(data, size)
+            self._pending = (self._inflate.unconsumed_tail or self._inflate.unused_data) + self._pending
+            if piece:
+                self._crc = zlib.crc32(piece, self._crc)
+                self._size += len(piece)
+                return piece
+            if not data:
+                raise EOFError(_CUT)
+
+    def _header(self) -> bool:
+        """Read a member's header: False where the archive ends instead."""
+        magic = self._read(2)
+        if not magic:
+            return False
+        if magic != _GZIP_MAGIC:
+            raise gzip.BadGzipFile(f"Not a gzipped file ({magic!r})")
+        method, flags = self._exact(8)[:2]  # then the time, extra flags and operating system
+        if method != _DEFLATE:
+            raise gzip.BadGzipFile("Unknown compression method")
+        if flags & _FEXTRA:
+            self._skip(int.from_bytes(self._exact(2), "little"))
+        for field in (_FNAME, _FCOMMENT):
+            if flags & field:
+                self._skip_string()
+        if flags & _FHCRC:
+            self._exact(2)
+        return True
+
+    def _trailer(self) -> None:
+        """Check the member's trailer against what it unpacked, then skip the zero bytes after it."""
+        trailer = self._exact(8)
+        crc, size = int.from_bytes(trailer[:4], "little"), int.from_bytes(trailer[4:], "little")
+        if crc != self._crc:
+            raise gzip.BadGzipFile(f"CRC check failed {hex(crc)} != {hex(self._crc)}")
+        if size != self._size & 0xFFFFFFFF:
+            raise gzip.BadGzipFile("Incorrect length of data produced")
+        while chunk := self._input(_INPUT):
+            if rest := chunk.lstrip(b"\0"):
+                self._pending = rest + self._pending
+                return
+
+    def _input(self, size: int) -> bytes:
+        """Up to ``size`` bytes of the archive, those read already first; none at its end."""
+        if not self._pending:
+            return self._raw.read(size)
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    def _read(self, size: int) -> bytes:
+        """``size`` bytes of the archive, fewer only where it ends."""
+        data = b""
+        while len(data) < size and (piece := self._input(size - len(data))):
+            data += piece
+        return data
+
+    def _exact(self, size: int) -> bytes:
+        data = self._read(size)
+        if len(data) < size:
+            raise EOFError(_CUT)
+        return data
+
+    def _skip(self, size: int) -> None:
+        while size > 0:
+            size -= len(self._exact(min(size, _INPUT)))
+
+    def _skip_string(self) -> None:
+        """Skip a zero-terminated string; at the end of the archive, the string ends too (as GzipFile has it)."""
+        while chunk := self._input(_INPUT):
+            end = chunk.find(0)
+            if end >= 0:
+                self._pending = chunk[end + 1 :] + self._pending
+                return
 
 
 _ZSTD_MAGIC = 0xFD2FB528

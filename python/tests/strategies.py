@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import strategies as st
 
 from openbinlog._buffer import SYNC_FILE, SYNC_NONE, SYNC_RECORDS
@@ -311,3 +313,36 @@ java_compressed_damages = st.tuples(
         max_size=2,
     ),
 ).map(lambda d: [*d[0], ("compress", d[1], d[2]), *((kind, d[1], value) for kind, value in d[3])])
+
+# gzip archives (test_gzip_unpacking.py), described: each member its payload, its deflate level (0: stored blocks),
+# its optional header fields (RFC 1952 2.3.1: extra field, name, comment, header CRC) and the zero bytes after it.
+_gzip_payloads = st.one_of(
+    small_payloads,
+    # Incompressible: a member spans several reads of the archive.
+    st.tuples(st.integers(min_value=0, max_value=2**32 - 1), st.integers(min_value=0, max_value=40_000)).map(
+        lambda seed_size: random.Random(seed_size[0]).randbytes(seed_size[1])
+    ),
+    st.integers(min_value=0, max_value=300_000).map(bytes),  # many unpacked bytes from a few archive bytes
+)
+_gzip_strings = st.one_of(st.none(), st.binary(max_size=20).map(lambda name: name.replace(b"\0", b"")))
+gzip_members = st.lists(
+    st.tuples(
+        _gzip_payloads,
+        st.integers(min_value=0, max_value=9),
+        st.one_of(st.none(), st.binary(max_size=20)),
+        _gzip_strings,
+        _gzip_strings,
+        st.booleans(),
+        st.integers(min_value=0, max_value=20),
+    ),
+    max_size=4,
+)
+# Damage to such an archive, (kind, where, value): ``where`` picks the byte (modulo the archive's size), ``value``
+# the bits flipped or the byte appended.
+gzip_damages = st.tuples(
+    st.sampled_from(("flip", "cut", "append")),
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=1, max_value=255),
+)
+# The sizes a reader asks for, in turn, before it reads all the rest.
+gzip_read_sizes = st.lists(st.integers(min_value=1, max_value=70_000), max_size=8)
