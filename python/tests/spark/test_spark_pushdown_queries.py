@@ -197,3 +197,8 @@ def test_on_this_spark_a_plan_pruned_by_partition_values_reaches_the_next_query_
     default = spark.read.format("binlog").options(**options).load(str(days / "day=[12]"))
     assert default.where(F.col("day") == 1).count() == 20
     assert default.count() == 20 + 30 + 239
+    # So FAILFAST reads day=2 for a query of day=1; what the README says to do instead: load day=1 with basePath.
+    failfast = spark.read.format("binlog").options(**{**options, "mode": "FAILFAST"})
+    with pytest.raises(Exception, match="checksum_mismatch"):
+        failfast.load(str(days / "day=[12]")).where(F.col("day") == 1).count()
+    assert failfast.load(str(days / "day=1")).where(F.col("day") == 1).count() == 20
