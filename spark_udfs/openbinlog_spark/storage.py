@@ -30,7 +30,7 @@ import fsspec
 
 from openbinlog._fs import pread
 from openbinlog.compressed import CompressedSegment, UnpackError
-from openbinlog.errors import BinlogIOError
+from openbinlog.errors import BinlogIOError, NotALogError
 
 COMPRESSIONS = {"gz": "gzip", "zst": "zstd"}
 DEFAULT_MAX_DECOMPRESSED = 16 << 30
@@ -52,12 +52,37 @@ class MissingFileError(BinlogIOError):
     """A file that was listed but is gone when it is read."""
 
 
+def _file_url(url: str) -> bool:
+    return url[:5].lower() == "file:"
+
+
 def is_local(url: str) -> bool:
-    return "://" not in url or url.startswith("file://")
+    """A plain path, or a ``file:`` URL in any of the forms Spark and Hadoop write (``file:/p``, ``file:///p``)."""
+    return "://" not in url or _file_url(url)
 
 
 def local_path(url: str) -> str:
-    return url[len("file://") :] if url.startswith("file://") else url
+    """The absolute path a local ``url`` names, as Hadoop reads it: ``/p``, ``file:/p`` and ``file:///p`` alike.
+
+    The rest of a ``file:`` URL is taken literally (no ``%`` decoding, and
+    ``?`` stays a glob character), as Hadoop's ``Path`` takes it. A URL that
+    names a host, ``localhost`` included, is refused as Hadoop refuses it
+    (``Wrong FS``): read as a local path it would read this machine's files.
+    """
+    path = url
+    if _file_url(url):
+        path = url[len("file:") :]
+        if path.startswith("//"):
+            host, _, rest = path[2:].partition("/")
+            if host:
+                raise NotALogError(
+                    f"a file: URL names a file of this machine, not of the host {host!r}:"
+                    " write file:/path or file:///path (or mount that host's files here)",
+                    path=url,
+                )
+            path = "/" + rest
+    # POSIX keeps a leading "//" that Hadoop collapses: one slash, so that every form names its files alike.
+    return "/" + os.path.abspath(path).lstrip("/")
 
 
 S3A_NAMES = (
@@ -132,7 +157,7 @@ class Storage:
     def filesystem(self, url: str) -> tuple[fsspec.AbstractFileSystem, str]:
         """The fsspec file system for ``url`` and the path it uses for it."""
         if is_local(url):
-            return fsspec.filesystem("file"), os.path.abspath(local_path(url))
+            return fsspec.filesystem("file"), local_path(url)
         protocol, _, rest = url.partition("://")
         hadoop = self.storage_options.get(HADOOP_S3)
         bucket = rest.split("/", 1)[0] if hadoop is not None and protocol in S3_PROTOCOLS else ""

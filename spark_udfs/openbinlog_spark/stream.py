@@ -83,10 +83,11 @@ class LogView:
     """The segments of one log directory as they are now."""
 
     def __init__(self, storage: Storage, options: ReadOptions, directory: str) -> None:
-        self.directory = directory
         listing = list_segment_files(storage, dataclasses.replace(options, paths=(directory,), recursive=True))
         fs, path = storage.filesystem(directory)
         own = (path if is_local(directory) else fs.unstrip_protocol(path)).rstrip("/")
+        # As the listing names it (file:/p as /p): damage rows name the directory as a batch read's do.
+        self.directory = own
         facts: dict[int, SegmentFacts] = {}
         for segment in listing:
             if segment.directory.rstrip("/") == own:
@@ -280,10 +281,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             view = LogView(storage, self.options, directory)
             if first == BEFORE_START:
                 first = view.first()
-            items.extend(self._items(view, directory, first, last))
+            items.extend(self._items(view, first, last))
         return [BinlogPartition(items)] if items else []
 
-    def _items(self, view: LogView, directory: str, first: Position, last: Position) -> Iterator[Item]:
+    def _items(self, view: LogView, first: Position, last: Position) -> Iterator[Item]:
         log, position = first.log, first
         while log in view.segments and log <= last.log:
             stop = last.offset if log == last.log else view.segments[log].end
@@ -298,7 +299,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             assert following is not None
             if boundary.error is not None:
                 damage = Damage.from_error(boundary.error, bytes_skipped=0, next_index=None)
-                yield IssueItem(damage, directory, False, {})
+                yield IssueItem(damage, view.directory, False, {})
             log, position = successor, Position(successor, HEADER_SIZE, following.base_index)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -1,6 +1,6 @@
 """The JVM source (``binlog-jvm``) finds logs as the Python source (``binlog``) does.
 
-Several load paths, globs, a directory of many logs, Spark's file options
+Several load paths, globs, ``file:`` URLs, a directory of many logs, Spark's file options
 (``pathGlobFilter``, ``recursiveFileLookup``, ``basePath``, ``modifiedBefore``,
 ``modifiedAfter``, ``ignoreMissingFiles``) and ``key=value`` partition
 directories: on each layout both sources must give the same schema (columns,
@@ -286,3 +286,23 @@ def test_options_that_clash_with_the_layout_are_refused_at_load(
 ) -> None:
     with pytest.raises(Exception, match=message):
         spark.read.format("binlog-jvm").options(**options).load(str(tree)).collect()
+
+
+@pytest.mark.parametrize("form", ["file:{}", "file://{}", "file:///{}"])  # file:/p, file:///p, file:////p
+def test_file_urls_read_the_rows_of_the_plain_path_and_name_files_by_it(
+    spark: SparkSession, tree: Path, form: str
+) -> None:
+    """Spark and Hadoop write local paths as ``file:/p`` (``Path.toUri``): both sources read them as the plain
+    path, and the ``file`` column (part of every row compared) is the plain path, as for a plain load path."""
+    assert _same(spark, [form.format(tree)]) == _same(spark, [str(tree)])
+    eu = tree / "day=2026-01-01" / "region=eu"
+    below = _same(spark, [form.format(eu)], {"basePath": form.format(tree)})
+    assert below == _same(spark, [str(eu)], {"basePath": str(tree)})
+    assert len(below[0]) == 13  # the partition columns from basePath: day and region too
+
+
+@pytest.mark.parametrize("host", ["localhost", "otherhost"])
+def test_a_file_url_that_names_a_host_is_refused_at_load(spark: SparkSession, tree: Path, host: str) -> None:
+    """Hadoop refuses both (``Wrong FS``): read as a local path, ``file://otherhost/p`` would read this machine's."""
+    with pytest.raises(AnalysisException, match=f"file://{host}/.*not of the host '{host}'.*io_error"):
+        spark.read.format("binlog").load(f"file://{host}{tree}")

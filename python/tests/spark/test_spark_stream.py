@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from binlog_frames import payloads, record_of, strict_reference
 from logtools import append_raw, segment
@@ -102,3 +103,33 @@ def test_stream_starting_at_latest_sees_only_later_records(spark: SparkSession, 
     with Reader(directory) as reader:
         expected = [record_of(entry)[2] for entry in reader][5:]
     assert sorted(row[0] for row in spark.sql("select index from tail_latest").collect()) == expected
+
+
+def test_stream_of_a_file_url_reads_the_rows_of_the_plain_path_damage_rows_included(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark writes local paths as ``file:/p``: the stream reads the rows of ``/p``, and every row, the
+    ``chain_broken`` row of a missing segment included, names its file by the plain path, as a batch read does."""
+    directory = tmp_path / "gap"
+    with Writer(directory, durability="os") as writer:
+        for seed in (1, 2, 3):
+            writer.append_many(payloads(4, 40, seed))
+            writer.cutover()
+    segment(directory, 2).unlink()
+    got: dict[str, list[tuple[Any, ...]]] = {}
+    for name, path in (("plain", str(directory)), ("url", f"file:{directory}")):
+        query = (
+            spark.readStream.format("binlog")
+            .load(path)
+            .writeStream.format("memory")
+            .queryName(f"tail_{name}")
+            .option("checkpointLocation", str(tmp_path / f"checkpoint_{name}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        rows = spark.sql(f"select log, offset, index, file, _error.error_class from tail_{name}").collect()
+        got[name] = sorted(tuple(row) for row in rows)
+    assert got["url"] == got["plain"]
+    assert {row[4] for row in got["plain"]} == {None, "chain_broken"}
+    assert {row[3] for row in got["plain"] if row[4] is not None} == {str(directory)}
