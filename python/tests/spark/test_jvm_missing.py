@@ -166,6 +166,49 @@ def test_a_segment_removed_after_planning_fails_the_query_naming_it(
 
 
 @pytest.mark.parametrize("ignore", [True, False])
+@pytest.mark.parametrize("removed", ["middle", "last"])
+def test_a_segment_its_task_read_before_it_was_removed_is_neither_a_hole_nor_a_silent_end(
+    spark: SparkSession, tmp_path: Path, removed: str, ignore: bool
+) -> None:
+    """One task per segment: the removed segment's task runs first, then the others. With ignoreMissingFiles every
+    row comes back and no hole is reported (the segment was read); without it, the task of the segment before,
+    whose END and NEXT need the removed one, fails naming it, never ending the log there."""
+    log = _log(tmp_path / "log")
+    options = {"maxPartitionBytes": "64m", "openCostInBytes": "64m"}
+    whole = _rows(_reader(spark, JVM, "PERMISSIVE", ignore).options(**options).load(str(log)))
+    rdd = _reader(spark, JVM, "PERMISSIVE", ignore).options(**options).load(str(log)).rdd
+    assert rdd.getNumPartitions() == 3
+    task = SEGMENTS[removed] - 1
+    rows = spark.sparkContext.runJob(rdd, list, [task])
+    (log / f"{SEGMENTS[removed]:08d}.dat").unlink()
+    others = [other for other in range(3) if other != task]
+    if ignore:
+        rows += spark.sparkContext.runJob(rdd, list, others)
+        assert sorted((_row(row) for row in rows), key=repr) == whole
+    else:
+        segment = re.escape(str(log / f"{SEGMENTS[removed]:08d}.dat"))
+        with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{segment}"):
+            spark.sparkContext.runJob(rdd, list, [task - 1])
+
+
+def test_the_removed_successor_of_an_unsealed_segment_fails_its_read_even_with_ignore_missing_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Segment 1 is not sealed: its records 3 and 4 lie past its commit point, and segment 2's header ends it there
+    (spec protocols 8.4). Segment 2 read by its task, then removed: segment 1 read without it would end at records
+    1 and 2, and 5 and 6 would follow a silent gap."""
+    log = tmp_path / "log"
+    shutil.copytree(FIXTURES / "finished_segment_unpublished_records", log)
+    options = {"maxPartitionBytes": "64m", "openCostInBytes": "64m"}
+    rdd = _reader(spark, JVM, "PERMISSIVE", True).options(**options).load(str(log)).rdd
+    assert rdd.getNumPartitions() == 2
+    assert [row["index"] for row in spark.sparkContext.runJob(rdd, list, [1])] == [5, 6]
+    (log / "00000002.dat").unlink()
+    with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{re.escape(str(log / '00000002.dat'))}"):
+        spark.sparkContext.runJob(rdd, list, [0])
+
+
+@pytest.mark.parametrize("ignore", [True, False])
 def test_a_segment_compressed_after_planning_is_read_from_its_compressed_copy(
     spark: SparkSession, tmp_path: Path, ignore: bool
 ) -> None:

@@ -162,6 +162,12 @@ public final class LogReader implements AutoCloseable {
         return view.segment(log) != null;
     }
 
+    /** Whether version 2 segment {@code log} is present and its header's active slot sealed (format §3.2). */
+    public boolean sealed(int log) throws BinlogException {
+        Header h = view.present(log) ? view.header(log) : null;
+        return h != null && !h.legacy() && h.active.sealed();
+    }
+
     /**
      * What a part of segment {@code log} reports when the segment is absent although a plan had it (removed since):
      * a broken chain where the segment below it is present and one above it is listed, as NEXT from the segment

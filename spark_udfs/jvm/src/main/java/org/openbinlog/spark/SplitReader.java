@@ -137,7 +137,23 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
      */
     private boolean present(SplitPartition.Piece piece, Storage storage, LogReader reader) throws IOException {
         if (!piece.part().whole()) {
-            return reader.has(piece.part().log()) || missing(planned(piece, storage, piece.part().log()));
+            int log = piece.part().log();
+            if (!reader.has(log)) {
+                return missing(planned(piece, storage, log));
+            }
+            // END and NEXT read the next segment's header: without it the log would end here, though the plan reads
+            // that segment (its task may have read it before it went).
+            if (piece.nextRead() && !reader.has(log + 1)) {
+                String next = planned(piece, storage, log + 1);
+                if (options.ignoreMissing && !reader.sealed(log)) {
+                    // Without it, END ends this unsealed segment at its commit point (protocols §8.4): the records
+                    // the plan reads past it would be missing, silently where the next one's rows were read.
+                    LOG.warn("Not skipped: {} ends unsealed segment {}", next, reader.file(log));
+                    throw SparkErrors.fileNotExist(next);
+                }
+                missing(next);
+            }
+            return true;
         }
         for (String name : piece.names()) {
             if (!reader.has(LogReader.segmentNumber(name))) {
