@@ -84,7 +84,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         Storage opened = Storages.open(piece.directory(), piece.hadoop());
         CountingStorage storage = new CountingStorage(new SelectedStorage(opened, piece.names()));
         long before = bytesRead;
-        try (LogReader reader = open(piece, storage)) {
+        try (LogReader reader = open(storage)) {
             if (reader == null) {
                 return; // the log directory is gone, and missing files are ignored
             }
@@ -118,7 +118,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
      * The reader of the piece's log directory; null when the directory no longer exists and missing files are
      * ignored (Spark's file sources skip a file gone since planning; without the option, FILE_NOT_EXIST).
      */
-    private LogReader open(SplitPartition.Piece piece, Storage storage) throws IOException {
+    private LogReader open(Storage storage) throws IOException {
         try {
             return new LogReader(storage, options.unpacking());
         } catch (BinlogException e) {
@@ -141,17 +141,12 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             if (!reader.has(log)) {
                 return missing(planned(piece, storage, log));
             }
-            // END and NEXT read the next segment's header: without it the log would end here, though the plan reads
-            // that segment (its task may have read it before it went).
-            if (piece.nextRead() && !reader.has(log + 1)) {
-                String next = planned(piece, storage, log + 1);
-                if (options.ignoreMissing && !reader.sealed(log)) {
-                    // Without it, END ends this unsealed segment at its commit point (protocols §8.4): the records
-                    // the plan reads past it would be missing, silently where the next one's rows were read.
-                    LOG.warn("Not skipped: {} ends unsealed segment {}", next, reader.file(log));
-                    throw SparkErrors.fileNotExist(next);
-                }
-                missing(next);
+            // END and NEXT read the header of the next segment the plan reads: without it the log would end here,
+            // though that segment's task may have read it before it went. Ignored, it is its own parts' to skip,
+            // unless this segment is unsealed: END would then end it at its commit point (protocols §8.4), and the
+            // records the plan reads past that would be missing unreported.
+            if (piece.nextRead() && !reader.has(log + 1) && !(options.ignoreMissing && reader.sealed(log))) {
+                throw SparkErrors.fileNotExist(planned(piece, storage, log + 1));
             }
             return true;
         }
@@ -188,9 +183,8 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
     /** The file the plan selected for segment {@code log}, as messages name it. */
     private static String planned(SplitPartition.Piece piece, Storage storage, int log) {
-        String name = piece.names().stream().filter(n -> LogReader.segmentNumber(n) == log).findFirst()
-                .orElse(LogReader.segmentNames(log).get(0));
-        return storage.describe(name);
+        return storage.describe(piece.names().stream().filter(n -> LogReader.segmentNumber(n) == log).findFirst()
+                .orElseThrow());
     }
 
     /** A free batch for the walk to fill, once the task has given one back. */
