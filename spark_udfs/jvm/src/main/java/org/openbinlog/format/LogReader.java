@@ -25,6 +25,11 @@ public final class LogReader implements AutoCloseable {
         return LogView.number(name);
     }
 
+    /** The names segment {@code log} may have: plain, then its compressed forms, in the order OPEN tries them. */
+    public static List<String> segmentNames(int log) {
+        return LogView.names(log);
+    }
+
     /** The name of segment {@code log}'s sparse index (index §18.2). */
     public static String indexName(int log) {
         return IndexFile.name(log);
@@ -147,6 +152,29 @@ public final class LogReader implements AutoCloseable {
     /** The cut points of planned splits of segment {@code log} into at most {@code parts} (conformance §3.2). */
     List<Long> cuts(int log, int parts) throws IOException {
         return new Walk(view, false, record -> {}).cuts(log, Math.max(parts, 1));
+    }
+
+    /**
+     * Whether OPEN finds segment {@code log} in one of its forms (readers §10.2.2): false when it is absent, after a
+     * fresh listing, as a segment removed since a plan had it is.
+     */
+    public boolean has(int log) throws BinlogException {
+        return view.segment(log) != null;
+    }
+
+    /** Whether version 2 segment {@code log} is present and its header's active slot sealed (format §3.2). */
+    public boolean sealed(int log) throws BinlogException {
+        Header h = view.present(log) ? view.header(log) : null;
+        return h != null && !h.legacy() && h.active.sealed();
+    }
+
+    /**
+     * What a part of segment {@code log} reports when the segment is absent although a plan had it (removed since):
+     * a broken chain where the segment below it is present and one above it is listed, as NEXT from the segment
+     * below reports it; nothing where the log now starts above it (retention) or ends below it.
+     */
+    public void readAbsent(int log, boolean tolerant, Sink sink) throws IOException {
+        new Walk(view, tolerant, sink).absent(log);
     }
 
     /** One part of {@link #plan}'s; the whole log for a part that says so. */

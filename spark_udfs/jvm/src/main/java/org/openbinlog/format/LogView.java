@@ -3,6 +3,7 @@ package org.openbinlog.format;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
@@ -185,6 +186,15 @@ final class LogView implements AutoCloseable {
 
     static String name(int n) {
         return String.format("%08d.dat", n);
+    }
+
+    /** Every name of segment n, in the order OPEN tries them. */
+    static List<String> names(int n) {
+        List<String> all = new ArrayList<>(List.of(name(n)));
+        for (String suffix : COMPRESSED) {
+            all.add(name(n) + "." + suffix);
+        }
+        return all;
     }
 
     private SegmentFile openFile(int n) throws BinlogException {

@@ -458,6 +458,23 @@ final class Walk {
     }
 
     /**
+     * A part of segment {@code log}, which is absent though the plan had it. Retention removes the lowest segments
+     * first, so a segment whose predecessor is present was not removed by it: where a segment above is listed, the
+     * rows after it would read as a whole log, and the hole is reported as NEXT from the predecessor reports it
+     * (its END made without the segment, then BROKEN). Otherwise the log starts above it or ends below it.
+     */
+    void absent(int log) throws java.io.IOException {
+        Header below = view.present(log - 1) ? view.header(log - 1) : null;
+        if (below == null || !view.listedAbove(log)) {
+            return;
+        }
+        enter(log - 1, below);
+        end();
+        e = endIndex;
+        broken(null);
+    }
+
+    /**
      * The A READ-LOG has when it enters segment {@code log}: the walk of the segment PLAN puts before it, again,
      * as its first part walks it, with the A PLAN carries into that one, corrected in turn where that A misjudges
      * its first asqn, or where it holds no asqn to settle it. Only a first asqn that fails step 8 after the A

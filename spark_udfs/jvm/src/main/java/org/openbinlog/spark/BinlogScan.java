@@ -95,13 +95,20 @@ final class BinlogScan implements Scan, Batch {
                 step = splitBytes(sizes);
                 for (Planned log : kept) {
                     InternalRow values = Partitions.project(log.values(), partitions, readSchema);
+                    List<Part> parts = new ArrayList<>();
                     for (Part part : log.reader().plan(step, RowBounds.of(pushed))) {
                         if (!part.whole() && !LogPruning.keeps(pushed, part.log())) {
                             pruned.add(log.log().directory() + " " + part.log());
                             continue;
                         }
+                        parts.add(part);
+                    }
+                    Set<Integer> read = parts.stream().map(Part::log).collect(Collectors.toSet());
+                    for (int k = 0; k < parts.size(); k++) {
+                        Part part = parts.get(k);
                         pieces.add(new SplitPartition.Piece(log.log().directory(), log.log().names(),
-                                local(log.log()) ? Map.of() : hadoop, part, values, bytes(part, log.sizes())));
+                                local(log.log()) ? Map.of() : hadoop, part, values, bytes(part, log.sizes()),
+                                k == 0 || parts.get(k - 1).log() != part.log(), read.contains(part.log() + 1)));
                     }
                 }
             } finally {

@@ -13,7 +13,10 @@ import org.openbinlog.format.Storage;
 /**
  * A log directory as the listing selected it ({@link Listing}): the segment files the file options left out are
  * absent to the reader core, as they are to the Python source's walk; the sparse index of a selected segment
- * and LOCK stay (an index is a hint the core checks before any use, index §18.5).
+ * and LOCK stay (an index is a hint the core checks before any use, index §18.5). The forms OPEN tries after the
+ * selected one stay too: compression may replace a plain file by its compressed copy between planning and reading
+ * (protocols §2.6), and the walk follows it there (OPEN, readers §10.2.2), while a selected form found first is
+ * still the one read.
  */
 final class SelectedStorage implements Storage {
     private final Storage inner;
@@ -21,10 +24,12 @@ final class SelectedStorage implements Storage {
 
     SelectedStorage(Storage inner, Collection<String> names) {
         this.inner = inner;
-        visible.addAll(names);
         visible.add("LOCK");
         for (String name : names) {
-            visible.add(LogReader.indexName(LogReader.segmentNumber(name)));
+            int log = LogReader.segmentNumber(name);
+            List<String> forms = LogReader.segmentNames(log);
+            visible.addAll(forms.subList(forms.indexOf(name), forms.size()));
+            visible.add(LogReader.indexName(log));
         }
     }
 

@@ -18,10 +18,12 @@ final class SplitPartition implements InputPartition {
     /**
      * One of the reader core's {@link Part}s, where its log lies (its directory and the segment files the listing
      * selected there), the log's values of the partition columns the query reads, in its order, and the bytes the
-     * part spans, by which tasks are packed.
+     * part spans, by which tasks are packed. A segment removed after planning is reported by the parts that read
+     * it, not by the NEXT of the segment before: {@code first}, the first part of its segment in the plan, reports
+     * it where that leaves a hole; {@code nextRead}, the plan has parts of the segment after this part's.
      */
     record Piece(String directory, List<String> names, Map<String, String> hadoop, Part part, InternalRow partitions,
-            long bytes) implements Serializable {
+            long bytes, boolean first, boolean nextRead) implements Serializable {
         private static final long serialVersionUID = 1L;
     }
 

@@ -2,12 +2,14 @@ package org.openbinlog.spark;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.nio.file.NoSuchFileException;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 
+import org.apache.spark.SparkThrowable;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructType;
@@ -16,10 +18,13 @@ import org.apache.spark.unsafe.types.UTF8String;
 import org.openbinlog.format.BinlogException;
 import org.openbinlog.format.CountingStorage;
 import org.openbinlog.format.Damage;
+import org.openbinlog.format.ErrorClass;
 import org.openbinlog.format.LogReader;
 import org.openbinlog.format.Record;
 import org.openbinlog.format.Sink;
 import org.openbinlog.format.Storage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Reads a task's parts, one after the other, with the reader core's walk, which pushes records and damage to a
@@ -30,6 +35,7 @@ import org.openbinlog.format.Storage;
 final class SplitReader implements PartitionReader<ColumnarBatch> {
     private static final int BATCHES = 3;
     private static final Optional<ColumnBatch> END = Optional.empty();
+    private static final Logger LOG = LoggerFactory.getLogger(SplitReader.class);
 
     private final SplitPartition part;
     private final ReadOptions options;
@@ -78,24 +84,107 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         Storage opened = Storages.open(piece.directory(), piece.hadoop());
         CountingStorage storage = new CountingStorage(new SelectedStorage(opened, piece.names()));
         long before = bytesRead;
-        try (LogReader reader = new LogReader(storage, options.unpacking())) {
+        try (LogReader reader = open(storage)) {
+            if (reader == null) {
+                return; // the log directory is gone, and missing files are ignored
+            }
             BatchSink sink = new BatchSink(piece, storage, reader, before);
             try {
-                reader.readPart(piece.part(), options.tolerant(), sink);
-            } catch (BinlogException e) {
-                // A tolerant walk stops at what it cannot step over (a damaged header, readers 10.4): a row of
-                // its own in PERMISSIVE, dropped in DROPMALFORMED, as any other damage.
-                if (!options.tolerant()) {
-                    throw e;
+                if (present(piece, storage, reader)) {
+                    reader.readPart(piece.part(), options.tolerant(), sink);
+                } else if (piece.first()) {
+                    reader.readAbsent(piece.part().log(), options.tolerant(), sink);
                 }
-                sink.damage(new Damage(e.errorClass, e.log == null ? piece.part().log() : e.log,
-                        e.offset == null ? 0 : e.offset, e.index, e.getMessage(), 0, null));
+            } catch (BinlogException e) {
+                // NEXT's last check, after every row of the part: a successor gone since planning is its own parts'.
+                if (!(e.errorClass == ErrorClass.CHAIN_BROKEN && e.offset == null && gone(piece, storage, e.log))) {
+                    // A tolerant walk stops at what it cannot step over (a damaged header, readers 10.4): a row of
+                    // its own in PERMISSIVE, dropped in DROPMALFORMED, as any other damage.
+                    if (!options.tolerant()) {
+                        throw e;
+                    }
+                    sink.damage(new Damage(e.errorClass, e.log == null ? piece.part().log() : e.log,
+                            e.offset == null ? 0 : e.offset, e.index, e.getMessage(), 0, null));
+                }
             }
             sink.flush();
         } finally {
             bytesRead = before + storage.bytes();
             Storages.close(opened);
         }
+    }
+
+    /**
+     * The reader of the piece's log directory; null when the directory no longer exists and missing files are
+     * ignored (Spark's file sources skip a file gone since planning; without the option, FILE_NOT_EXIST).
+     */
+    private LogReader open(Storage storage) throws IOException {
+        try {
+            return new LogReader(storage, options.unpacking());
+        } catch (BinlogException e) {
+            if (!(e.getCause() instanceof NoSuchFileException)) {
+                throw e; // a directory that exists and cannot be listed is never skipped
+            }
+            missing(storage.describe(""));
+            return null;
+        }
+    }
+
+    /**
+     * Whether the segments the piece reads are there, in one of their forms: its part's segment, or, for a log read
+     * whole, every segment planned. One that is gone is FILE_NOT_EXIST, unless missing files are ignored: a part
+     * of a removed segment then reads nothing, and a whole log is read as it is now.
+     */
+    private boolean present(SplitPartition.Piece piece, Storage storage, LogReader reader) throws IOException {
+        if (!piece.part().whole()) {
+            int log = piece.part().log();
+            if (!reader.has(log)) {
+                return missing(planned(piece, storage, log));
+            }
+            // END and NEXT read the header of the next segment the plan reads: without it the log would end here,
+            // though that segment's task may have read it before it went. Ignored, it is its own parts' to skip,
+            // unless this segment is unsealed: END would then end it at its commit point (protocols §8.4), and the
+            // records the plan reads past that would be missing unreported.
+            if (piece.nextRead() && !reader.has(log + 1) && !(options.ignoreMissing && reader.sealed(log))) {
+                throw SparkErrors.fileNotExist(planned(piece, storage, log + 1));
+            }
+            return true;
+        }
+        for (String name : piece.names()) {
+            if (!reader.has(LogReader.segmentNumber(name))) {
+                missing(planned(piece, storage, LogReader.segmentNumber(name)));
+            }
+        }
+        return true;
+    }
+
+    /** A planned file that is gone: FILE_NOT_EXIST, or skipped with a warning, as Spark's FileScanRDD does. */
+    private boolean missing(String path) {
+        if (!options.ignoreMissing) {
+            throw SparkErrors.fileNotExist(path);
+        }
+        LOG.warn("Skipped missing file: {}", path);
+        return false;
+    }
+
+    /**
+     * Whether {@code log}, which the NEXT of the piece's part found absent (a broken chain with no offset), is the
+     * segment after it that the plan reads, removed since: its first part reports the hole (or finds the segment
+     * was read before it went), so this part does not report it again; without ignoreMissingFiles it is
+     * FILE_NOT_EXIST.
+     */
+    private boolean gone(SplitPartition.Piece piece, Storage storage, Integer log) {
+        if (!piece.nextRead() || log == null || log != piece.part().log() + 1) {
+            return false;
+        }
+        missing(planned(piece, storage, log));
+        return true;
+    }
+
+    /** The file the plan selected for segment {@code log}, as messages name it. */
+    private static String planned(SplitPartition.Piece piece, Storage storage, int log) {
+        return storage.describe(piece.names().stream().filter(n -> LogReader.segmentNumber(n) == log).findFirst()
+                .orElseThrow());
     }
 
     /** A free batch for the walk to fill, once the task has given one back. */
@@ -169,6 +258,9 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
         @Override
         public void damage(Damage d) throws IOException {
+            if (d.errorClass() == ErrorClass.CHAIN_BROKEN && d.offset() < 0 && gone(piece, storage, d.log())) {
+                return;
+            }
             if (options.corruptRows() == null) {
                 return; // DROPMALFORMED: the damaged bytes are dropped; FAILFAST never gets here
             }
@@ -210,6 +302,9 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
         }
         if (next.isEmpty()) {
             ended = true;
+            if (failure instanceof SparkThrowable) {
+                throw SparkErrors.rethrow(failure); // FILE_NOT_EXIST as Spark's file sources raise it
+            }
             if (failure != null) {
                 throw failure instanceof IOException io ? io : new IOException(failure);
             }

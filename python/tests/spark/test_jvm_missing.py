@@ -1,0 +1,227 @@
+"""Files of the JVM source (``binlog-jvm``) removed between planning and reading.
+
+A query is planned (``rdd.getNumPartitions()`` lists the logs and cuts the parts), then a log directory or a
+segment is removed, or a segment replaced by its compressed copy, and only then read. With
+``ignoreMissingFiles`` a removed file reads as if it had been gone before ``load()``, as Spark's file sources
+skip a file missing at read time; without it the query fails with Spark's ``FAILED_READ_FILE.FILE_NOT_EXIST``
+naming the file. A segment removed from the middle of a log is a broken chain, never a silent gap; a segment
+compressed meanwhile is read from its compressed copy.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from test_jvm_paths import _row, _rows
+from test_spark_semantics import build_log
+
+from openbinlog import compress_segments
+
+JVM = "binlog-jvm"
+MODES = ["PERMISSIVE", "DROPMALFORMED", "FAILFAST"]
+NOT_FOUND = "FAILED_READ_FILE.FILE_NOT_EXIST"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+SEGMENTS = {"first": 1, "middle": 2, "last": 3}  # of a log of three segments
+
+
+def _reader(spark: SparkSession, source: str, mode: str, ignore: bool) -> DataFrameReader:
+    # Small parts: a segment is read by several parts, and the parts of a log by several tasks.
+    options = {"mode": mode, "ignoreMissingFiles": str(ignore).lower(), "maxPartitionBytes": "1k"}
+    return spark.read.format(source).options(**options)
+
+
+def _after_planning(frame: DataFrame, change: Callable[[], None]) -> list[tuple[Any, ...]]:
+    """The rows of ``frame``, read after its scan was planned and then ``change`` made."""
+    rdd = frame.rdd
+    rdd.getNumPartitions()  # plans the scan: the logs, their segment files and the parts are fixed here
+    change()
+    return sorted((_row(row) for row in rdd.collect()), key=repr)
+
+
+def _without_file(frame: DataFrame, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows without the file column, which names the source's own copy of a log or a segment's compressed copy."""
+    at = frame.columns.index("file")
+    return sorted((row[:at] + row[at + 1 :] for row in rows), key=repr)
+
+
+def _log(directory: Path) -> Path:
+    return build_log(directory, records=30, cut_every=10)  # segments 1, 2 and 3, of ten records each
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_log_removed_after_planning_is_skipped_with_ignore_missing_files(
+    spark: SparkSession, tmp_path: Path, mode: str
+) -> None:
+    """The other logs' rows, as the Python source gives them."""
+    rows = {}
+    for source in (JVM, "binlog"):
+        root = tmp_path / source
+        _log(root / "a")
+        _log(root / "b")
+        frame = _reader(spark, source, mode, True).load(str(root))
+        rows[source] = _without_file(frame, _after_planning(frame, partial(shutil.rmtree, root / "b")))
+    alone = _reader(spark, JVM, mode, True).load(str(tmp_path / JVM / "a"))
+    assert rows[JVM] == rows["binlog"] == _without_file(alone, _rows(alone))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_log_removed_after_planning_fails_the_query_naming_it(spark: SparkSession, tmp_path: Path, mode: str) -> None:
+    _log(tmp_path / "a")
+    _log(tmp_path / "b")
+    frame = _reader(spark, JVM, mode, False).load(str(tmp_path))
+    with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{re.escape(str(tmp_path / 'b'))}"):
+        _after_planning(frame, lambda: shutil.rmtree(tmp_path / "b"))
+
+
+def _as_if_gone_before_load(
+    spark: SparkSession, log: Path, segment: Path, mode: str, fails: str | None, where: str = "true"
+) -> list[Any]:
+    """The rows of ``log`` (``where`` holds) read with ignoreMissingFiles, ``segment`` removed after planning:
+    those of a read planned without it, or the error ``fails`` both reads fail with."""
+    frame = _reader(spark, JVM, mode, True).load(str(log)).where(where)
+    gone_before_load = _reader(spark, JVM, mode, True)
+    if fails is not None:
+        with pytest.raises(Exception, match=fails):
+            _after_planning(frame, segment.unlink)
+        with pytest.raises(Exception, match=fails):
+            gone_before_load.load(str(log)).where(where).collect()
+        return []
+    rows = _after_planning(frame, segment.unlink)
+    assert rows == _rows(gone_before_load.load(str(log)).where(where))
+    return rows
+
+
+@pytest.mark.parametrize("where", ["true", "log <= 1"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("removed", sorted(SEGMENTS))
+def test_a_segment_removed_after_planning_reads_as_one_gone_before_load_with_ignore_missing_files(
+    spark: SparkSession, tmp_path: Path, mode: str, removed: str, where: str
+) -> None:
+    """The first segment (retention) and the last leave a shorter log; a middle one leaves a broken chain: a
+    chain_broken row in PERMISSIVE (one, though the parts on both sides of the hole see it), the FAILFAST error,
+    never the rows after the hole as if the log were whole. Where no part reads it (``log <= 1`` prunes
+    segments 2 and 3), the chain check at the end of segment 1 reports it."""
+    log = _log(tmp_path / "log")
+    middle = removed == "middle"
+    fails = (
+        r"BinlogException: chain_broken in \S*00000002\.dat log=2 index=11" if middle and mode == "FAILFAST" else None
+    )
+    rows = _as_if_gone_before_load(spark, log, log / f"{SEGMENTS[removed]:08d}.dat", mode, fails, where)
+    if where == "true":
+        assert len(rows) == (0 if fails else 20 + (middle and mode == "PERMISSIVE"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("removed", sorted(SEGMENTS))
+def test_a_segment_of_a_log_read_whole_removed_after_planning_is_skipped_only_with_ignore_missing_files(
+    spark: SparkSession, tmp_path: Path, mode: str, removed: str
+) -> None:
+    """A log with version 1 segments is read whole, by one walk, under the same rules."""
+    for ignore in (False, True):
+        log = tmp_path / str(ignore)
+        shutil.copytree(FIXTURES / "legacy_cutover_chain", log)  # version 1 segments 1, 2 and 3
+        segment = log / f"{SEGMENTS[removed]:08d}.dat"
+        if not ignore:
+            frame = _reader(spark, JVM, mode, ignore).load(str(log))
+            with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{re.escape(str(segment))}"):
+                _after_planning(frame, segment.unlink)
+            continue
+        # A closed version 1 segment names its successor: without it, the chain is broken (R-41).
+        broken = {"middle": r"00000002\.dat log=2 index=4", "last": r"00000003\.dat log=3 index=6"}.get(removed)
+        fails = rf"BinlogException: chain_broken in \S*{broken}" if broken and mode == "FAILFAST" else None
+        _as_if_gone_before_load(spark, log, segment, mode, fails)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("removed", ["first", "last"])
+def test_the_python_source_reads_a_log_short_of_its_first_or_last_segment_as_the_jvm_source(
+    spark: SparkSession, tmp_path: Path, mode: str, removed: str
+) -> None:
+    rows = {}
+    for source in (JVM, "binlog"):
+        log = _log(tmp_path / source)
+        frame = _reader(spark, source, mode, True).load(str(log))
+        rows[source] = _without_file(frame, _after_planning(frame, (log / f"{SEGMENTS[removed]:08d}.dat").unlink))
+    assert rows[JVM] == rows["binlog"]
+    assert len(rows[JVM]) == 20
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("removed", sorted(SEGMENTS))
+def test_a_segment_removed_after_planning_fails_the_query_naming_it(
+    spark: SparkSession, tmp_path: Path, mode: str, removed: str
+) -> None:
+    log = _log(tmp_path / "log")
+    segment = log / f"{SEGMENTS[removed]:08d}.dat"
+    frame = _reader(spark, JVM, mode, False).load(str(log))
+    with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{re.escape(str(segment))}"):
+        _after_planning(frame, segment.unlink)
+
+
+@pytest.mark.parametrize("ignore", [True, False])
+@pytest.mark.parametrize("removed", ["middle", "last"])
+def test_a_segment_its_task_read_before_it_was_removed_is_neither_a_hole_nor_a_silent_end(
+    spark: SparkSession, tmp_path: Path, removed: str, ignore: bool
+) -> None:
+    """One task per segment: the removed segment's task runs first, then the others. With ignoreMissingFiles every
+    row comes back and no hole is reported (the segment was read); without it, the task of the segment before,
+    whose END and NEXT need the removed one, fails naming it, never ending the log there."""
+    log = _log(tmp_path / "log")
+    options = {"maxPartitionBytes": "64m", "openCostInBytes": "64m"}
+    whole = _rows(_reader(spark, JVM, "PERMISSIVE", ignore).options(**options).load(str(log)))
+    rdd = _reader(spark, JVM, "PERMISSIVE", ignore).options(**options).load(str(log)).rdd
+    assert rdd.getNumPartitions() == 3
+    task = SEGMENTS[removed] - 1
+    rows = spark.sparkContext.runJob(rdd, list, [task])
+    (log / f"{SEGMENTS[removed]:08d}.dat").unlink()
+    others = [other for other in range(3) if other != task]
+    if ignore:
+        rows += spark.sparkContext.runJob(rdd, list, others)
+        assert sorted((_row(row) for row in rows), key=repr) == whole
+    else:
+        segment = re.escape(str(log / f"{SEGMENTS[removed]:08d}.dat"))
+        with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{segment}"):
+            spark.sparkContext.runJob(rdd, list, [task - 1])
+
+
+def test_the_removed_successor_of_an_unsealed_segment_fails_its_read_even_with_ignore_missing_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Segment 1 is not sealed: its records 3 and 4 lie past its commit point, and segment 2's header ends it there
+    (spec protocols 8.4). Segment 2 read by its task, then removed: segment 1 read without it would end at records
+    1 and 2, and 5 and 6 would follow a silent gap."""
+    log = tmp_path / "log"
+    shutil.copytree(FIXTURES / "finished_segment_unpublished_records", log)
+    options = {"maxPartitionBytes": "64m", "openCostInBytes": "64m"}
+    rdd = _reader(spark, JVM, "PERMISSIVE", True).options(**options).load(str(log)).rdd
+    assert rdd.getNumPartitions() == 2
+    assert [row["index"] for row in spark.sparkContext.runJob(rdd, list, [1])] == [5, 6]
+    (log / "00000002.dat").unlink()
+    with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{re.escape(str(log / '00000002.dat'))}"):
+        spark.sparkContext.runJob(rdd, list, [0])
+
+
+@pytest.mark.parametrize("ignore", [True, False])
+def test_a_segment_compressed_after_planning_is_read_from_its_compressed_copy(
+    spark: SparkSession, tmp_path: Path, ignore: bool
+) -> None:
+    """Compression links the compressed copy, then removes the plain file (spec protocols 2.6): the segment is not
+    missing, and its rows are read, whether or not missing files are ignored."""
+    log = _log(tmp_path / "log")
+    before = _reader(spark, JVM, "PERMISSIVE", ignore).load(str(log))
+    whole = _without_file(before, _rows(before))
+
+    def compress() -> None:
+        assert sorted(item.log for item in compress_segments(log, codec="gz")) == [1, 2]
+        assert not (log / "00000001.dat").exists()
+
+    rows = _after_planning(_reader(spark, JVM, "PERMISSIVE", ignore).load(str(log)), compress)
+    assert rows == _rows(_reader(spark, JVM, "PERMISSIVE", ignore).load(str(log)))  # the file column names .gz
+    assert _without_file(before, rows) == whole
