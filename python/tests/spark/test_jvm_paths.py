@@ -306,3 +306,46 @@ def test_a_file_url_that_names_a_host_is_refused_at_load(spark: SparkSession, tr
     """Hadoop refuses both (``Wrong FS``): read as a local path, ``file://otherhost/p`` would read this machine's."""
     with pytest.raises(AnalysisException, match=f"file://{host}/.*not of the host '{host}'.*io_error"):
         spark.read.format("binlog").load(f"file://{host}{tree}")
+    # The JVM source's load error is the core's io_error (BinlogException), naming the URL and what to write.
+    refused = rf"BinlogException: io_error in file://{host}{tree}: .*not of the host '{host}': write file:/path"
+    for path, options in ((f"file://{host}{tree}", {}), (str(tree), {"basePath": f"file://{host}{tree}"})):
+        with pytest.raises(Exception, match=refused):
+            spark.read.format("binlog-jvm").options(**options).load(path)
+
+
+def _files(rows: list[tuple[Any, ...]]) -> set[str]:
+    """The segment files rows come from (``file`` is the column at 6)."""
+    return {row[6] for row in rows}
+
+
+@pytest.mark.parametrize("form", ["file:{}", "file://{}", "file:///{}"])
+def test_a_percent_in_a_file_url_names_the_directory_so_named_not_the_decoded_one(
+    spark: SparkSession, tmp_path: Path, form: str
+) -> None:
+    """Hadoop's ``Path`` takes the rest of a ``file:`` URL literally: ``file:/x/a%20b`` is the directory ``a%20b``.
+    Decoded, it would be ``a b``, another log whose rows would come back without an error."""
+    build_log(tmp_path / "a%20b", records=10)
+    build_log(tmp_path / "a b", records=20, cut_every=7)
+    for name, count in (("a%20b", 10), ("a b", 20)):
+        url = form.format(tmp_path / name)
+        rows = _same(spark, [url])
+        assert len(rows) == count
+        assert {file.rsplit("/", 1)[0] for file in _files(rows)} == {str(tmp_path / name)}
+        # The files Spark's own file source lists for the URL are those the rows come from.
+        listed = spark.read.format("binaryFile").load(url + "/*.dat").select("path").collect()
+        assert {row.path.replace("file:", "", 1) for row in listed} == _files(rows)
+
+
+def test_spaces_and_globs_in_file_urls_read_as_in_plain_paths(spark: SparkSession, tmp_path: Path) -> None:
+    """A space, ``[...]`` or ``?`` in a ``file:`` URL is what it is in a plain path (a name's, a glob's), as Hadoop
+    reads them: no URI syntax error. A plain path with ``[1]`` is a glob (as in Spark), which ``d [1]`` is not."""
+    build_log(tmp_path / "d 1", records=10)
+    build_log(tmp_path / "d 2", records=20, cut_every=7)
+    build_log(tmp_path / "d [1]", records=5)
+    for below, logs in (("d 1", {"d 1"}), ("d [12]", {"d 1", "d 2"}), ("d ?", {"d 1", "d 2"}), ("d [1]", {"d 1"})):
+        plain = str(tmp_path / below)
+        rows = _same(spark, [plain])
+        assert {file.rsplit("/", 2)[1] for file in _files(rows)} == logs
+        for form in ("file:{}", "file://{}"):
+            assert _same(spark, [form.format(plain)]) == rows
+            assert _same(spark, [form.format(plain)], {"basePath": form.format(tmp_path)}) == rows

@@ -1,7 +1,6 @@
 package org.openbinlog.spark;
 
 import java.io.IOException;
-import java.net.URI;
 import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.Map;
@@ -9,6 +8,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.apache.hadoop.conf.Configuration;
+import org.openbinlog.format.BinlogException;
+import org.openbinlog.format.ErrorClass;
 import org.openbinlog.format.LocalStorage;
 import org.openbinlog.format.Storage;
 
@@ -24,8 +25,29 @@ final class Storages {
         return !scheme.find() || scheme.group(1).equalsIgnoreCase("file");
     }
 
-    static java.nio.file.Path localPath(String path) {
-        return path.startsWith("file:") ? Paths.get(URI.create(path)) : Paths.get(path);
+    /**
+     * The path a local load path names, as Hadoop's {@code Path} reads it: {@code /p}, {@code file:/p},
+     * {@code file:///p} and {@code file:////p} alike. The rest of a {@code file:} URL is taken literally, never
+     * decoded as a URI ({@code file:/x/a%20b} is the directory {@code a%20b}, and a space, {@code ?} or {@code [}
+     * is what it is in a plain path). A URL that names a host, {@code localhost} included, is refused as Hadoop
+     * refuses it ({@code Wrong FS}): read as a local path it would read this machine's files.
+     */
+    static java.nio.file.Path localPath(String path) throws BinlogException {
+        if (!path.regionMatches(true, 0, "file:", 0, 5)) {
+            return Paths.get(path);
+        }
+        String rest = path.substring(5);
+        if (rest.startsWith("//")) {
+            int slash = rest.indexOf('/', 2);
+            String host = rest.substring(2, slash < 0 ? rest.length() : slash);
+            if (!host.isEmpty()) {
+                throw new BinlogException(ErrorClass.IO_ERROR, path, null, null, null, "a file: URL names a file of "
+                        + "this machine, not of the host '" + host + "': write file:/path or file:///path (or mount "
+                        + "that host's files here)");
+            }
+            rest = slash < 0 ? "/" : rest.substring(slash);
+        }
+        return Paths.get(rest);
     }
 
     /**
