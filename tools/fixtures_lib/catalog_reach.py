@@ -232,6 +232,15 @@ def _compressed(cat: Catalog) -> None:
         {"00000001.dat": None, "00000001.dat.gz": gz[:40]},
         reject([], error("bad_header", 1, 0)),
     )
+    # A whole archive of a short file is a short segment, not a cut archive: the record its end cuts is
+    # truncated at that record's offset, as in the plain file, after the records before it.
+    short = plain[: facts[1].offset + 20]
+    compressed(
+        "gzip_of_a_short_segment",
+        "00000001.dat.gz a whole gzip stream of segment 1 cut inside its second record: truncated there",
+        {"00000001.dat": None, "00000001.dat.gz": gzip.compress(short, compresslevel=9, mtime=0)},
+        reject(records(facts[:1]), error("truncated", 1, facts[1].offset)),
+    )
     # The bytes beyond a sealed segment's commit point are no part of it: a stream damaged only there
     # reads whole. Segment 1 with 4 KiB of zeros beyond its end (space preallocated and never used) is
     # compressed, and the stream's trailer (its checksum of all the bytes) is damaged.
