@@ -66,12 +66,10 @@ class ItemReader:
                 yield from self._guarded(first.url, first.log, partial(self._legacy, item))
 
     def _guarded(self, url: str, log: int, produce: Callable[[], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
-        """Missing and undecodable files, by ``ignoreMissingFiles`` / ``ignoreCorruptFiles`` and the mode."""
+        """Undecodable files, by ``ignoreCorruptFiles`` and the mode. (Missing ones are the opens' to handle: a
+        file gone in the middle of a read is an I/O error, never a file to skip.)"""
         try:
             yield from produce()
-        except MissingFileError:
-            if not self.options.ignore_missing:
-                raise
         except CorruptFileError as error:
             if self.options.ignore_corrupt and not self.options.report:
                 return
@@ -90,10 +88,18 @@ class ItemReader:
 
     def _range(self, item: RangeItem) -> Iterator[pa.RecordBatch]:
         options = self.options
-        builder = BatchBuilder(self.schema, file=item.file.url, partition_values=item.partition_values)
-        with self.storage.open(
-            item.file.url, item.file.compression, max_decompressed=options.max_decompressed
-        ) as source:
+        try:
+            opened = self.storage.open_planned(
+                item.file.url, item.file.compression, max_decompressed=options.max_decompressed
+            )
+        except MissingFileError:
+            if not options.ignore_missing:
+                raise
+            READS_LOG.warning("Skipped missing file: %s", item.file.url)
+            return
+        # A segment compressed since planning: its rows name the copy they are read from.
+        builder = BatchBuilder(self.schema, file=opened.url, partition_values=item.partition_values)
+        with opened as source:
             span = item.range
             if item.file.compression is not None:
                 span = dataclasses.replace(span, file_size=source.size())

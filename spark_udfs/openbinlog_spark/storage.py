@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import fsspec
 
 from openbinlog._fs import pread
+from openbinlog._segment_file import open_following, segment_names
 from openbinlog.compressed import CompressedSegment, UnpackError
 from openbinlog.errors import BinlogIOError, NotALogError
 
@@ -185,6 +186,31 @@ class Storage:
         if is_local(url):
             return LocalSource(local_path(url))
         return RemoteSource(self, url, listed_size)
+
+    def open_planned(
+        self, url: str, compression: str | None, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    ) -> SegmentSource:
+        """A segment planning listed, opened when a task reads it: the file planned, or, where compression has
+        replaced a plain file since (spec 2.6), its compressed copy, found as the reference reader finds it.
+        ``MissingFileError`` when no name of the segment is left."""
+        if compression is not None:
+            return self.open(url, compression, max_decompressed=max_decompressed)
+        exists: Callable[[str], bool]
+        if is_local(url):
+            exists = lambda name: os.path.lexists(local_path(name))  # noqa: E731 - as the reference's lexists
+        else:
+            fs, _ = self.filesystem(url)
+            exists = lambda name: bool(fs.exists(fs._strip_protocol(name)))  # noqa: E731
+
+        def open_file(name: str) -> SegmentSource:
+            source = self.open(name, COMPRESSIONS.get(name[len(url) + 1 :]), max_decompressed=max_decompressed)
+            if isinstance(source, RemoteSource):
+                source.size()  # read lazily: whether the file is there is asked now, not in the middle of the walk
+            return source
+
+        return open_following(
+            lambda: next((name for name in segment_names(url) if exists(name)), None), url, open_file, MissingFileError
+        )
 
     def open_index(self, url: str, listed_size: int | None = None) -> IndexFile | None:
         """The index file at ``url`` (spec 18), or None when it cannot be opened: an index only saves time."""
