@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import fsspec
 
+from openbinlog._format import SEGMENT_NAME, segment_name
 from openbinlog._fs import pread
 from openbinlog._segment_file import open_following, segment_names
 from openbinlog.compressed import CompressedSegment, UnpackError
@@ -211,6 +213,22 @@ class Storage:
         return open_following(
             lambda: next((name for name in segment_names(url) if exists(name)), None), url, open_file, MissingFileError
         )
+
+    def segments(self, directory: str) -> dict[int, str]:
+        """The segments of ``directory`` now, each by the URL of its plain name (``open_planned`` follows it to a
+        compressed copy); none when the directory is gone."""
+        try:
+            if is_local(directory):
+                names = os.listdir(local_path(directory))
+            else:
+                fs, path = self.filesystem(directory)
+                names = [posixpath.basename(name.rstrip("/")) for name in fs.ls(path, detail=False)]
+        except FileNotFoundError:
+            return {}
+        except Exception as exc:
+            raise _io_error(exc, directory, "cannot list the log directory") from exc
+        logs = {int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))}
+        return {log: posixpath.join(directory, segment_name(log)) for log in sorted(logs)}
 
     def open_index(self, url: str, listed_size: int | None = None) -> IndexFile | None:
         """The index file at ``url`` (spec 18), or None when it cannot be opened: an index only saves time."""

@@ -8,13 +8,17 @@ compressed meanwhile is read from its compressed copy.
 
 from __future__ import annotations
 
+import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
-from test_jvm_missing import JVM, MODES, _after_planning, _log, _reader, _without_file
+from test_jvm_missing import FIXTURES, JVM, MODES, SEGMENTS, _after_planning, _log, _reader, _without_file
+from test_jvm_paths import _row
+from test_spark_semantics import build_log
 
 from openbinlog import compress_segments
 
@@ -44,6 +48,65 @@ def _read_both(
     return found
 
 
+def _unlink(*logs: int) -> Callable[[Path], None]:
+    def change(log: Path) -> None:
+        for number in logs:
+            (log / f"{number:08d}.dat").unlink()
+
+    return change
+
+
+def _broken(found: dict[str, list[tuple[Any, ...]] | str], mode: str, log: int, index: int, shown: bool = True) -> None:
+    """Both sources read the broken chain alike: FAILFAST fails on it, the other modes give the same rows, with
+    one report in PERMISSIVE where the query's filter ``shown`` it."""
+    if mode == "FAILFAST":
+        for source in SOURCES:
+            assert isinstance(found[source], str), source
+            assert "chain_broken" in found[source], source
+            assert re.search(rf"\blog[= ]{log}\b.*\bindex[= ]{index}\b", found[source]), source
+        return
+    assert found[JVM] == found["binlog"]
+    assert isinstance(found[JVM], list)
+    reports = [row for row in found[JVM] if isinstance(row[-1], tuple) and ("error_class", "chain_broken") in row[-1]]
+    assert len(reports) == (mode == "PERMISSIVE" and shown)
+
+
+@pytest.mark.parametrize("where", ["true", "log <= 1"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_middle_segment_removed_after_planning_is_one_chain_broken_report_not_a_silent_gap(
+    spark: SparkSession, tmp_path: Path, mode: str, where: str
+) -> None:
+    """With ignoreMissingFiles, the parts of segment 2 skip it, and the hole is reported once: by the first part
+    of segment 2, or, where no part reads it (``log <= 1``), by the chain check at the end of segment 1 (whose
+    report, of log 2, that filter then leaves out of the rows: FAILFAST tells it)."""
+    found = _read_both(spark, tmp_path, mode, True, _unlink(2), where=where)
+    _broken(found, mode, 2, 11, shown=where == "true")
+    if mode != "FAILFAST" and where == "true":
+        assert len(found[JVM]) == 20 + (mode == "PERMISSIVE")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_adjacent_segments_removed_after_planning_are_one_chain_broken_report(
+    spark: SparkSession, tmp_path: Path, mode: str
+) -> None:
+    """Segments 2 and 3 of four: the first part of segment 2 reports the hole; segment 3's, with nothing below
+    it, reports nothing more."""
+    found = _read_both(
+        spark, tmp_path, mode, True, _unlink(2, 3), make=lambda log: build_log(log, records=40, cut_every=10)
+    )
+    _broken(found, mode, 2, 11)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("removed", ["first", "last"])
+def test_the_first_or_last_segment_removed_after_planning_shortens_the_log_alike_without_a_report(
+    spark: SparkSession, tmp_path: Path, mode: str, removed: str
+) -> None:
+    found = _read_both(spark, tmp_path, mode, True, _unlink(SEGMENTS[removed]))
+    assert found[JVM] == found["binlog"]
+    assert len(found[JVM]) == 20
+
+
 @pytest.mark.parametrize("ignore", [True, False])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_segment_compressed_after_planning_is_read_from_its_compressed_copy_by_both_sources(
@@ -59,3 +122,88 @@ def test_a_segment_compressed_after_planning_is_read_from_its_compressed_copy_by
     assert found[JVM] == found["binlog"]
     assert isinstance(found[JVM], list)
     assert len(found[JVM]) == 30
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("removed", sorted(SEGMENTS))
+def test_a_segment_removed_after_planning_fails_both_sources_naming_it(
+    spark: SparkSession, tmp_path: Path, mode: str, removed: str
+) -> None:
+    found = _read_both(spark, tmp_path, mode, False, _unlink(SEGMENTS[removed]))
+    for source in SOURCES:
+        segment = re.escape(str(tmp_path / source / "log" / f"{SEGMENTS[removed]:08d}.dat"))
+        assert isinstance(found[source], str), source
+        assert re.search(rf"(FILE_NOT_EXIST|file not found).*{segment}|{segment}.*file not found", str(found[source]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_log_directory_removed_after_planning_fails_both_sources_naming_it(
+    spark: SparkSession, tmp_path: Path, mode: str
+) -> None:
+    found = _read_both(spark, tmp_path, mode, False, shutil.rmtree)
+    for source in SOURCES:
+        assert isinstance(found[source], str), source
+        assert re.escape(str(tmp_path / source / "log")) in re.escape(str(found[source])), source
+
+
+@pytest.mark.parametrize("ignore", [True, False])
+@pytest.mark.parametrize("removed", ["middle", "last"])
+def test_a_segment_its_task_read_before_it_was_removed_leaves_no_row_missing_in_the_python_source(
+    spark: SparkSession, tmp_path: Path, removed: str, ignore: bool
+) -> None:
+    """One task per segment, the removed segment's first. The Python source settled the segment ends and the chain
+    at planning: every row comes back and no hole is reported, with ignoreMissingFiles as the JVM source gives them,
+    and without it too (where the JVM source fails, as its task of the segment before reads the removed header)."""
+    options = {"maxPartitionBytes": "64m", "openCostInBytes": "64m"}
+    rows = {}
+    for source in SOURCES if ignore else ("binlog",):
+        log = _log(tmp_path / source / "log")
+        whole = _reader(spark, source, "PERMISSIVE", ignore).options(**options).load(str(log))
+        expected = _without_file(whole, [_row(row) for row in whole.collect()])
+        rdd = _reader(spark, source, "PERMISSIVE", ignore).options(**options).load(str(log)).rdd
+        assert rdd.getNumPartitions() == 3
+        task = SEGMENTS[removed] - 1
+        read = spark.sparkContext.runJob(rdd, list, [task])
+        (log / f"{SEGMENTS[removed]:08d}.dat").unlink()
+        read += spark.sparkContext.runJob(rdd, list, [other for other in range(3) if other != task])
+        rows[source] = _without_file(whole, [_row(row) for row in read])
+        assert rows[source] == expected
+    if ignore:
+        assert rows[JVM] == rows["binlog"]
+
+
+@pytest.mark.parametrize("ignore", [True, False])
+def test_the_removed_successor_of_an_unsealed_segment_leaves_no_row_missing_in_the_python_source(
+    spark: SparkSession, tmp_path: Path, ignore: bool
+) -> None:
+    """Segment 1 is not sealed: segment 2's header ends it past its commit point (spec protocols 8.4). The Python
+    source found that end at planning, so segment 2 read by its task and then removed costs no row (the JVM source,
+    which needs segment 2's header again, fails)."""
+    log = tmp_path / "log"
+    shutil.copytree(FIXTURES / "finished_segment_unpublished_records", log)
+    options = {"maxPartitionBytes": "64m", "openCostInBytes": "64m"}
+    rdd = _reader(spark, "binlog", "PERMISSIVE", ignore).options(**options).load(str(log)).rdd
+    assert rdd.getNumPartitions() == 2
+    indexes = [row["index"] for row in spark.sparkContext.runJob(rdd, list, [1])]
+    (log / "00000002.dat").unlink()
+    indexes += [row["index"] for row in spark.sparkContext.runJob(rdd, list, [0])]
+    assert sorted(indexes) == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("removed", sorted(SEGMENTS))
+def test_a_segment_of_a_log_read_whole_removed_after_planning_reads_alike_in_both_sources(
+    spark: SparkSession, tmp_path: Path, mode: str, removed: str
+) -> None:
+    """Version 1 segments, a log read whole by one walk: with ignoreMissingFiles the same rows and reports (a closed
+    version 1 segment names its successor, so the middle and the last one leave a broken chain)."""
+
+    def legacy(log: Path) -> Path:
+        shutil.copytree(FIXTURES / "legacy_cutover_chain", log)
+        return log
+
+    found = _read_both(spark, tmp_path, mode, True, _unlink(SEGMENTS[removed]), make=legacy)
+    if removed == "first" or mode != "FAILFAST":
+        assert found[JVM] == found["binlog"]
+    else:
+        _broken(found, mode, SEGMENTS[removed], {"middle": 4, "last": 6}[removed])
