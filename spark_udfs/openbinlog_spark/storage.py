@@ -24,7 +24,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import IO, Any
 
 import fsspec
@@ -197,12 +197,11 @@ class Storage:
         ``MissingFileError`` when no name of the segment is left."""
         if compression is not None:
             return self.open(url, compression, max_decompressed=max_decompressed)
-        exists: Callable[[str], bool]
-        if is_local(url):
-            exists = lambda name: os.path.lexists(local_path(name))  # noqa: E731 - as the reference's lexists
-        else:
-            fs, _ = self.filesystem(url)
-            exists = lambda name: bool(fs.exists(fs._strip_protocol(name)))  # noqa: E731
+        fs = None if is_local(url) else self.filesystem(url)[0]
+
+        def exists(name: str) -> bool:
+            # lexists, as the reference: a dangling link is found, and then fails its open as an io_error.
+            return os.path.lexists(local_path(name)) if fs is None else bool(fs.exists(fs._strip_protocol(name)))
 
         def open_file(name: str) -> SegmentSource:
             source = self.open(name, COMPRESSIONS.get(name[len(url) + 1 :]), max_decompressed=max_decompressed)
