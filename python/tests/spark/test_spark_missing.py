@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 from test_jvm_missing import FIXTURES, JVM, MODES, SEGMENTS, _after_planning, _log, _reader, _without_file
 from test_jvm_paths import _row
+from test_spark_pushdown_queries import per_query  # noqa: F401 - a fixture
 from test_spark_semantics import build_log
 
 from openbinlog import compress_segments
@@ -34,13 +35,15 @@ def _read_both(
     *,
     where: str = "true",
     make: Callable[[Path], Path] = _log,
+    python: str = "binlog",
 ) -> dict[str, list[tuple[Any, ...]] | str]:
     """For each source, the rows (without ``file``) of its own copy of a log ``make`` builds, read after planning
-    and ``change``; or, where the read fails, the text of its error."""
+    and ``change``; or, where the read fails, the text of its error. ``python``: the name the Python source is
+    read by (``per_query``'s prunes by the filters pushed, as Spark 5 lets it)."""
     found: dict[str, list[tuple[Any, ...]] | str] = {}
     for source in SOURCES:
         log = make(tmp_path / source / "log")
-        frame = _reader(spark, source, mode, ignore).load(str(log)).where(where)
+        frame = _reader(spark, python if source == "binlog" else source, mode, ignore).load(str(log)).where(where)
         try:
             found[source] = _without_file(frame, _after_planning(frame, lambda log=log: change(log)))
         except Exception as error:  # the failure is compared below
@@ -74,12 +77,16 @@ def _broken(found: dict[str, list[tuple[Any, ...]] | str], mode: str, log: int, 
 @pytest.mark.parametrize("where", ["true", "log <= 1"])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_middle_segment_removed_after_planning_is_one_chain_broken_report_not_a_silent_gap(
-    spark: SparkSession, tmp_path: Path, mode: str, where: str
+    spark: SparkSession,
+    per_query: str,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    mode: str,
+    where: str,
 ) -> None:
     """With ignoreMissingFiles, the parts of segment 2 skip it, and the hole is reported once: by the first part
     of segment 2, or, where no part reads it (``log <= 1``), by the chain check at the end of segment 1 (whose
     report, of log 2, that filter then leaves out of the rows: FAILFAST tells it)."""
-    found = _read_both(spark, tmp_path, mode, True, _unlink(2), where=where)
+    found = _read_both(spark, tmp_path, mode, True, _unlink(2), where=where, python=per_query)
     _broken(found, mode, 2, 11, shown=where == "true")
     if mode != "FAILFAST" and where == "true":
         assert len(found[JVM]) == 20 + (mode == "PERMISSIVE")
@@ -207,3 +214,16 @@ def test_a_segment_of_a_log_read_whole_removed_after_planning_reads_alike_in_bot
         assert found[JVM] == found["binlog"]
     else:
         _broken(found, mode, SEGMENTS[removed], {"middle": 4, "last": 6}[removed])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_segment_no_task_reads_removed_after_planning_is_a_hole_without_ignore_missing_files_too(
+    spark: SparkSession,
+    per_query: str,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    mode: str,
+) -> None:
+    """``log <= 1`` prunes segments 2 and 3: no task opens segment 2, so its removal is no missing file, and the
+    chain check at the end of segment 1 reports the hole, never ending the log there silently."""
+    found = _read_both(spark, tmp_path, mode, False, _unlink(2), where="log <= 1", python=per_query)
+    _broken(found, mode, 2, 11, shown=False)
