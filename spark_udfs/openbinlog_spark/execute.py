@@ -100,7 +100,7 @@ class ItemReader:
             if item.hole is not None:
                 yield from self._hole(item, item.hole)
             return
-        # A segment compressed since planning: its rows name the copy they are read from.
+        # A segment compressed since planning: its rows and its damage name the copy they are read from.
         builder = BatchBuilder(self.schema, file=opened.url, partition_values=item.partition_values)
         with opened as source:
             span = item.range
@@ -111,7 +111,7 @@ class ItemReader:
             walker = RangeWalker(
                 source,
                 span,
-                path=item.file.url,
+                path=opened.url,
                 tolerant=options.tolerant,
                 chunk_bytes=options.chunk_bytes,
                 max_raw_bytes=options.max_corrupt_record_bytes,
