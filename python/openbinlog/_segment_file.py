@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
+from typing import TypeVar
 
 from ._format import COMPRESSED_SUFFIXES, LOCK_NAME, SEGMENT_NAME, index_name, segment_name
 from ._fs import pread
@@ -46,14 +48,45 @@ def require_log_directory(directory: str) -> None:
     list_segments(directory, require_log=True)
 
 
+def segment_names(plain: str) -> tuple[str, ...]:
+    """The names a segment whose plain file is ``plain`` may have, in the order readers take them: the plain file,
+    then its compressed copies (spec 2.6)."""
+    return (plain, *(plain + suffix for suffix in COMPRESSED_SUFFIXES))
+
+
 def find_segment(directory: str, log: int) -> str | None:
     """The file holding segment ``log``: the plain file if present, else a compressed copy (spec 2.6)."""
-    plain = os.path.join(directory, segment_name(log))
-    for path in (plain, *(plain + suffix for suffix in COMPRESSED_SUFFIXES)):
-        # lexists: a name that is listed but cannot be opened (a dangling link) is an io_error, not an absence.
-        if os.path.lexists(path):
-            return path
-    return None
+    # lexists: a name that is listed but cannot be opened (a dangling link) is an io_error, not an absence.
+    return next(
+        (path for path in segment_names(os.path.join(directory, segment_name(log))) if os.path.lexists(path)), None
+    )
+
+
+Opened = TypeVar("Opened")
+
+
+def open_following(
+    find: Callable[[], str | None],
+    plain: str,
+    open_file: Callable[[str], Opened],
+    vanished: type[Exception] = FileNotFoundError,
+) -> Opened:
+    """``open_file`` of the name ``find`` gives for the segment whose plain file is ``plain``: the plain file, else
+    a compressed copy (spec 2.6); the Spark source opens its planned segments so too, on any file system.
+
+    A name that vanishes between finding and opening it (``open_file`` raises
+    ``vanished``) is looked up again: compression links the compressed name
+    before it removes the plain one. When ``find`` gives no name, ``plain``
+    is opened, so that ``open_file`` raises what says why it is missing.
+    """
+    for _ in range(OPEN_ATTEMPTS):
+        found = find()
+        try:
+            return open_file(found or plain)
+        except vanished:
+            if found is None:
+                raise
+    raise BinlogIOError("segment keeps vanishing while being opened", path=plain)
 
 
 def open_regular(path: str) -> int:
@@ -79,25 +112,24 @@ class SegmentFile:
         self.directory = directory
         self.log = log
         self._unpacked: CompressedSegment | None = None
-        for _ in range(OPEN_ATTEMPTS):
-            found = find_segment(directory, log)
-            self.path = found or os.path.join(directory, segment_name(log))
-            self.compressed = self.path.endswith(COMPRESSED_SUFFIXES)
-            try:
-                self.fd = open_regular(self.path)
-                if self.compressed:
-                    # Unpacked as far as the walk reads, never beyond the segment's end (openbinlog.compressed).
-                    raw = open(self.fd, "rb", closefd=False)  # noqa: SIM115 - the CompressedSegment closes it
-                    self._unpacked = CompressedSegment(raw, self.path.rsplit(".", 1)[1], path=self.path)
-                return
-            except FileNotFoundError as exc:
-                if found is None:
-                    raise io_error(exc, self.path, "cannot open segment").located(log=log) from exc
-            except OSError as exc:
-                raise io_error(exc, self.path, "cannot open segment").located(log=log) from exc
-            except BinlogError as exc:
-                raise exc.located(log=log) from None
-        raise BinlogIOError(f"segment {log} keeps vanishing while being opened", path=directory, log=log)
+        self.fd = -1
+        self.path = os.path.join(directory, segment_name(log))
+        self.compressed = False
+        try:
+            open_following(lambda: find_segment(directory, log), self.path, self._open)
+        except OSError as exc:
+            raise io_error(exc, self.path, "cannot open segment").located(log=log) from exc
+        except BinlogError as exc:
+            raise exc.located(log=log) from None
+
+    def _open(self, path: str) -> None:
+        self.path = path
+        self.compressed = path.endswith(COMPRESSED_SUFFIXES)
+        self.fd = open_regular(path)
+        if self.compressed:
+            # Unpacked as far as the walk reads, never beyond the segment's end (openbinlog.compressed).
+            raw = open(self.fd, "rb", closefd=False)  # noqa: SIM115 - the CompressedSegment closes it
+            self._unpacked = CompressedSegment(raw, path.rsplit(".", 1)[1], path=path)
 
     def close(self) -> None:
         if self._unpacked is not None:

@@ -52,7 +52,9 @@ class PlannedDirectory:
         if file is None:
             return None
         try:
-            source = self.storage.open(file.url, file.compression, max_decompressed=self.options.max_decompressed)
+            source = self.storage.open_planned(
+                file.url, file.compression, max_decompressed=self.options.max_decompressed
+            )
             return PlannedSegment(source, log)
         except MissingFileError:
             if not self.options.ignore_missing:

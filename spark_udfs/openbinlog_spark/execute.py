@@ -22,15 +22,16 @@ import pyarrow as pa
 from pyspark.sql.types import StructType
 
 from openbinlog import Damage, errors
-from openbinlog.errors import BinlogError
-from openbinlog.walk import LogWalk
+from openbinlog._segment import SegmentHeaderInfo
+from openbinlog.errors import BadHeaderError, BinlogError
+from openbinlog.walk import LogWalk, next_segment, read_header, segment_end
 
 from .columns import BatchBuilder
 from .directory import PlannedDirectory
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
-from .plan import IssueItem, Item, LegacyItem, RangeItem
+from .plan import HoleCheck, IssueItem, Item, LegacyItem, RangeItem
 from .storage import CorruptFileError, MissingFileError, Storage
-from .walk import DamagedRegion, RangeWalker, RecordRun
+from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
 READS_LOG = logging.getLogger("openbinlog_spark.reads")
 # As the pushdown logger (openbinlog_spark.source): INFO lines reach Spark's Python worker logs when collected.
@@ -66,12 +67,10 @@ class ItemReader:
                 yield from self._guarded(first.url, first.log, partial(self._legacy, item))
 
     def _guarded(self, url: str, log: int, produce: Callable[[], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
-        """Missing and undecodable files, by ``ignoreMissingFiles`` / ``ignoreCorruptFiles`` and the mode."""
+        """Undecodable files, by ``ignoreCorruptFiles`` and the mode. (Missing ones are the opens' to handle: a
+        file gone in the middle of a read is an I/O error, never a file to skip.)"""
         try:
             yield from produce()
-        except MissingFileError:
-            if not self.options.ignore_missing:
-                raise
         except CorruptFileError as error:
             if self.options.ignore_corrupt and not self.options.report:
                 return
@@ -90,17 +89,29 @@ class ItemReader:
 
     def _range(self, item: RangeItem) -> Iterator[pa.RecordBatch]:
         options = self.options
-        builder = BatchBuilder(self.schema, file=item.file.url, partition_values=item.partition_values)
-        with self.storage.open(
-            item.file.url, item.file.compression, max_decompressed=options.max_decompressed
-        ) as source:
+        try:
+            opened = self.storage.open_planned(
+                item.file.url, item.file.compression, max_decompressed=options.max_decompressed
+            )
+        except MissingFileError:
+            if not options.ignore_missing:
+                raise
+            READS_LOG.warning("Skipped missing file: %s", item.file.url)
+            if item.hole is not None:
+                yield from self._hole(item, item.hole)
+            return
+        # A segment compressed since planning: its rows and its damage name the copy they are read from.
+        builder = BatchBuilder(self.schema, file=opened.url, partition_values=item.partition_values)
+        with opened as source:
             span = item.range
             if item.file.compression is not None:
                 span = dataclasses.replace(span, file_size=source.size())
+            if span.chain is not None and not span.chain.successor_read:
+                span = dataclasses.replace(span, chain=self._chain_now(span.chain))
             walker = RangeWalker(
                 source,
                 span,
-                path=item.file.url,
+                path=opened.url,
                 tolerant=options.tolerant,
                 chunk_bytes=options.chunk_bytes,
                 max_raw_bytes=options.max_corrupt_record_bytes,
@@ -125,6 +136,67 @@ class ItemReader:
                 min(span.stop, span.segment_end),
                 records,
             )
+
+    def _hole(self, item: RangeItem, hole: HoleCheck) -> Iterator[pa.RecordBatch]:
+        """The first range of a segment removed since planning, missing files ignored: where the segment below it
+        is still there and one the plan had above it too, the chain is broken (spec 8.6), and reported as NEXT from
+        the segment below reports it, never left a silent gap. Otherwise the log now starts above it (retention)
+        or ends below it."""
+        now = self.storage.segments(item.file.directory)
+        listed = [log for log in now if log <= hole.last]
+        if not any(log > item.file.log for log in listed):
+            return
+        try:
+            below = self.storage.open_planned(
+                hole.below.url, hole.below.compression, max_decompressed=self.options.max_decompressed
+            )
+        except MissingFileError:
+            return
+        builder = BatchBuilder(self.schema, file=item.file.directory, partition_values=item.partition_values)
+        try:
+            with below:
+                header = read_header(below, hole.below.log)
+                if not isinstance(header, SegmentHeaderInfo):
+                    raise BadHeaderError("no longer a version 2 segment", path=below.url, log=hole.below.log)
+                end = segment_end(below, header, None)
+            boundary = next_segment(
+                path=item.file.directory,
+                log=header.log,
+                header=header,
+                end=end,
+                expected=end.index,
+                present=listed,
+                successor=None,
+            )
+        except BinlogError as error:  # the segment below changed since planning: damage of its own
+            yield from self._damage(builder, Damage.from_error(error, bytes_skipped=0, next_index=None), b"")
+            return
+        if boundary.error is not None:
+            resume = self._base_index(now, boundary.next_log)
+            yield from self._damage(builder, Damage.from_error(boundary.error, bytes_skipped=0, next_index=resume), b"")
+
+    def _chain_now(self, chain: ChainCheck) -> ChainCheck:
+        """The chain check at the end of a range, whose successor the plan does not read, with the segments there
+        are now: a successor removed since planning is a hole, never a silent end (spec 8.6)."""
+        now = self.storage.segments(chain.directory)
+        if chain.successor is None or chain.successor.log in now:
+            return chain
+        present = tuple(log for log in chain.present if log in now)
+        following = min((log for log in present if log > chain.successor.log), default=None)
+        return ChainCheck(chain.directory, present, None, None, self._base_index(now, following))
+
+    def _base_index(self, now: dict[int, str], log: int | None) -> int | None:
+        """Where reading resumes after a hole: the base index of version 2 segment ``log`` as its header says it
+        now (``now``: the segments there are), or None."""
+        url = None if log is None else now.get(log)
+        if log is None or url is None:
+            return None
+        try:
+            with self.storage.open_planned(url, None, max_decompressed=self.options.max_decompressed) as source:
+                header = read_header(source, log)
+        except BinlogError:
+            return None
+        return header.base_index if isinstance(header, SegmentHeaderInfo) else None
 
     def _legacy(self, item: LegacyItem) -> Iterator[pa.RecordBatch]:
         """A log holding version 1 segments, read whole by the reference walk."""

@@ -53,12 +53,23 @@ HEADER_READERS = 16
 
 
 @dataclass(frozen=True, slots=True)
+class HoleCheck:
+    """What the first range of a segment needs to tell, when the segment is gone at read time and missing files
+    are ignored, a hole in the chain from a log that now starts above it or ends below it: the segment below,
+    as planned, and the highest segment planned."""
+
+    below: SegmentFile
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
 class RangeItem:
     """A byte range of one version 2 segment."""
 
     file: SegmentFile
     range: SegmentRange
     partition_values: dict[str, Any]
+    hole: HoleCheck | None = None  # the segment's first range only, where a hole is possible: one report per hole
 
     @property
     def weight(self) -> int:
@@ -230,6 +241,7 @@ def plan_log(
     previous_item: int | None = None  # where the previous segment's range is in ``items``
     for log in logs:
         facts = present[log]
+        kept: bool | None = None  # keep(facts), once asked
         if facts.error is not None:
             items.append(_file_issue(facts, values))
             previous, previous_item = facts, None
@@ -248,21 +260,30 @@ def plan_log(
                 successor_path=facts.file.url,
             )
             resume = facts.version2.base_index if facts.version2 is not None else None
+            ends = boundary.next_log is None and boundary.error is None  # the log ends here for now
+            facts.predecessor_timestamp_us = before.commit.last_timestamp_us if log == before.log + 1 else None
+            facts.start_asqn = previous.end_asqn
             if previous_item is not None:
                 # The walk of the previous segment checks the chain at its end, with its own expected
                 # index: after damage with nothing to resume at, it lags the end index (spec 10.4).
-                check = ChainCheck(facts.file.directory, tuple(logs), successor, facts.file.url, resume)
+                if not ends:
+                    kept = keep(facts)  # a successor no range reads is looked for again when the check is made
+                check = ChainCheck(
+                    facts.file.directory, tuple(logs), successor, facts.file.url, resume, kept is not False
+                )
                 items[previous_item] = _with_chain(items[previous_item], check)
             elif boundary.error is not None:
                 damage = Damage.from_error(boundary.error, bytes_skipped=0, next_index=resume)
                 items.append(IssueItem(damage, facts.file.directory, False, values(facts.file)))
-            if boundary.next_log is None and boundary.error is None:
-                break  # the log ends here for now
-            facts.predecessor_timestamp_us = before.commit.last_timestamp_us if log == before.log + 1 else None
-            facts.start_asqn = previous.end_asqn
+            if ends:
+                break
         previous_item = None
-        if keep(facts):  # an empty segment too: its walk makes the check of R-39 at C = 256
-            items.append(_whole(facts, values(facts.file)))
+        # An empty segment too: its walk makes the check of R-39 at C = 256.
+        if kept if kept is not None else keep(facts):
+            hole = None
+            if previous is not None and previous.version2 is not None and log == previous.version2.log + 1 < logs[-1]:
+                hole = HoleCheck(previous.file, logs[-1])
+            items.append(dataclasses.replace(_whole(facts, values(facts.file)), hole=hole))
             previous_item = len(items) - 1
         previous = facts
     return items
@@ -270,7 +291,7 @@ def plan_log(
 
 def _with_chain(item: Item, check: ChainCheck) -> Item:
     assert isinstance(item, RangeItem)
-    return RangeItem(item.file, dataclasses.replace(item.range, chain=check), item.partition_values)
+    return dataclasses.replace(item, range=dataclasses.replace(item.range, chain=check))
 
 
 def _file_issue(facts: SegmentFacts, values: Callable[[SegmentFile], dict[str, Any]]) -> IssueItem:
@@ -317,7 +338,7 @@ def _directory(storage: Storage, item: RangeItem, options: ReadOptions) -> Plann
 def narrowed(storage: Storage, item: RangeItem, bounds: RowBounds, options: ReadOptions) -> RangeItem:
     """``item`` read only between the checked entries around the rows ``bounds`` allows (spec 18.5)."""
     span = narrowed_span(_directory(storage, item, options), item.file.log, item.range, bounds)
-    return item if span is item.range else RangeItem(item.file, span, item.partition_values)
+    return item if span is item.range else dataclasses.replace(item, range=span)
 
 
 def indexed_cuts(
@@ -355,7 +376,7 @@ def _piece(item: RangeItem, start: _Bound, stop: _Bound) -> RangeItem:
         start_asqn=whole.start_asqn if first else -1,  # a walk from an entry knows no previous asqn (A := -1)
         narrowed=whole.narrowed and last,
     )
-    return RangeItem(item.file, span, item.partition_values)
+    return RangeItem(item.file, span, item.partition_values, item.hole if first else None)
 
 
 def task_count(total: int, options: ReadOptions) -> int:

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 from collections.abc import Mapping
 from typing import IO, Any
 
 import fsspec
 
+from openbinlog._format import SEGMENT_NAME, segment_name
 from openbinlog._fs import pread
+from openbinlog._segment_file import open_following, segment_names
 from openbinlog.compressed import CompressedSegment, UnpackError
 from openbinlog.errors import BinlogIOError, NotALogError
 
@@ -185,6 +188,46 @@ class Storage:
         if is_local(url):
             return LocalSource(local_path(url))
         return RemoteSource(self, url, listed_size)
+
+    def open_planned(
+        self, url: str, compression: str | None, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    ) -> SegmentSource:
+        """A segment planning listed, opened when a task reads it: the file planned, or, where compression has
+        replaced a plain file since (spec 2.6), its compressed copy, found as the reference reader finds it.
+        ``MissingFileError`` when no name of the segment is left."""
+        if compression is not None:
+            return self.open(url, compression, max_decompressed=max_decompressed)
+        fs = None if is_local(url) else self.filesystem(url)[0]
+
+        def exists(name: str) -> bool:
+            # lexists, as the reference: a dangling link is found, and then fails its open as an io_error.
+            return os.path.lexists(local_path(name)) if fs is None else bool(fs.exists(fs._strip_protocol(name)))
+
+        def open_file(name: str) -> SegmentSource:
+            source = self.open(name, COMPRESSIONS.get(name[len(url) + 1 :]), max_decompressed=max_decompressed)
+            if isinstance(source, RemoteSource):
+                source.size()  # read lazily: whether the file is there is asked now, not in the middle of the walk
+            return source
+
+        return open_following(
+            lambda: next((name for name in segment_names(url) if exists(name)), None), url, open_file, MissingFileError
+        )
+
+    def segments(self, directory: str) -> dict[int, str]:
+        """The segments of ``directory`` now, each by the URL of its plain name (``open_planned`` follows it to a
+        compressed copy); none when the directory is gone."""
+        try:
+            if is_local(directory):
+                names = os.listdir(local_path(directory))
+            else:
+                fs, path = self.filesystem(directory)
+                names = [posixpath.basename(name.rstrip("/")) for name in fs.ls(path, detail=False)]
+        except FileNotFoundError:
+            return {}
+        except Exception as exc:
+            raise _io_error(exc, directory, "cannot list the log directory") from exc
+        logs = {int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))}
+        return {log: posixpath.join(directory, segment_name(log)) for log in sorted(logs)}
 
     def open_index(self, url: str, listed_size: int | None = None) -> IndexFile | None:
         """The index file at ``url`` (spec 18), or None when it cannot be opened: an index only saves time."""

@@ -72,6 +72,8 @@ class ChainCheck:
     successor: SegmentHeaderInfo | LegacyHeaderInfo | None
     successor_path: str | None
     resume_index: int | None
+    # Whether the plan reads the successor: if not, a successor removed since planning is a hole this check reports.
+    successor_read: bool = True
 
 
 @dataclass(frozen=True, slots=True)
