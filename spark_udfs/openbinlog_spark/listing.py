@@ -11,7 +11,9 @@ Beside each segment the listing notes its sparse index ``NNNNNNNN.idx``
 (spec 18) when the same directory holds one, whatever the file options
 select: an index is only ever a hint, checked before any use.
 
-A load path that does not exist, or a glob that matches nothing, is Spark's
+A load path is read as Hadoop's globber reads it: a backslash escapes the
+character after it (``glob\\[1\\]`` is the directory ``glob[1]``). A load path
+that does not exist, or a glob that matches nothing, is Spark's
 ``PATH_NOT_FOUND`` (``PathNotFoundError``), as for Spark's own file sources.
 
 ``basePath``, as in Spark's file sources, is taken literally (never a glob)
@@ -41,7 +43,7 @@ from .storage import COMPRESSIONS, Storage, is_local
 
 # ASCII digits, anchored at both ends: \d takes any Unicode digit and $ a name or value ending in a newline (R-1).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_GLOB_MAGIC = re.compile(r"[*?\[{]")
+_WILDCARDS = "*?[{"
 _DATE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _INT = re.compile(r"\A-?[0-9]+\Z")
 
@@ -93,6 +95,28 @@ def _brace_expand(pattern: str) -> list[str]:
         return [pattern]
     head, tail = pattern[: match.start()], pattern[match.end() :]
     return [expanded for choice in match[1].split(",") for expanded in _brace_expand(head + choice + tail)]
+
+
+def load_pattern(path: str) -> tuple[str, bool]:
+    """A load path as Hadoop's globber reads it, a backslash escaping the character after it: fsspec's glob for it
+    (where ``[c]`` escapes ``c``) and True, or, with no wildcard left unescaped, the path it names and False."""
+    glob: list[str] = []
+    literal: list[str] = []
+    wildcard = False
+    chars = iter(path)
+    for char in chars:
+        if char == "\\":
+            escaped = next(chars, "")
+            if not (escaped.isascii() and escaped and not escaped.isalnum()):
+                # Hadoop makes a regular expression of it: \d a digit, \o and a last \ its "Illegal file pattern".
+                raise NotALogError("not a glob: a backslash escapes only ASCII punctuation or a space", path=path)
+            glob.append(f"[{escaped}]" if escaped in "*?[" else escaped)
+            literal.append(escaped)
+        else:
+            wildcard = wildcard or char in _WILDCARDS
+            glob.append(char)
+            literal.append(char)
+    return ("".join(glob), True) if wildcard else ("".join(literal), False)
 
 
 def _base_path(storage: Storage, options: ReadOptions) -> tuple[Any, str] | None:
@@ -171,7 +195,8 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
     base_path = _base_path(storage, options)
     for given in options.paths:
         fs, path = storage.filesystem(given)
-        matches = sorted(fs.glob(path)) if _GLOB_MAGIC.search(path) else [path]
+        pattern, wildcard = load_pattern(path)
+        matches = sorted(fs.glob(pattern)) if wildcard else [pattern]
         if not matches and not options.ignore_missing:
             raise PathNotFoundError(given)
         for match in matches:

@@ -406,3 +406,30 @@ def test_a_base_path_above_the_load_path_gives_its_partition_columns_in_every_fo
     rows = _same(spark, [load], {"basePath": form.format(based / "root")})
     assert {row[7] for row in rows} == {1}  # day, after the 7 columns of a record
     assert _same(spark, [load], {"basePath": load}) == _same(spark, [load])  # the load path itself: no columns
+
+
+def test_a_backslash_escapes_a_glob_character_in_a_load_path_as_in_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """Hadoop's glob escape: ``glob\\[1\\]`` is the directory ``glob[1]``, which the Python source could not load
+    (PATH_NOT_FOUND); ``glob[1]`` stays a glob, of ``glob1``; ``glob\\.1`` names ``glob.1``, as in Spark (the
+    sources looked for a directory ``glob\\.1``). Both read what Spark's file sources list."""
+    build_log(tmp_path / "glob[1]", records=10)
+    build_log(tmp_path / "glob1", records=20, cut_every=7)
+    build_log(tmp_path / "glob.1", records=5)
+    cases = (("glob\\[1\\]", "glob[1]"), ("g*\\[1\\]", "glob[1]"), ("glob[1]", "glob1"), ("glob\\.1", "glob.1"))
+    for below, log in cases:
+        path = str(tmp_path / below)
+        rows = _same(spark, [path])
+        assert {file.rsplit("/", 2)[1] for file in _files(rows)} == {log}
+        listed = spark.read.format("binaryFile").load(path + "/*.dat").select("path").collect()
+        assert {row.path.replace("file:", "", 1) for row in listed} == _files(rows)
+
+
+@pytest.mark.parametrize("below", ["glob\\d", "glob1\\"])
+def test_a_backslash_hadoop_takes_for_a_regular_expression_is_refused(
+    spark: SparkSession, tmp_path: Path, below: str
+) -> None:
+    """Hadoop makes ``\\d`` a digit and fails on ``\\o`` or a last backslash: the Python source refuses them all, never
+    reading a directory whose name has the backslash."""
+    build_log(tmp_path / below, records=5)
+    with pytest.raises(Exception, match=r"not a glob: a backslash escapes only ASCII punctuation or a space"):
+        spark.read.format("binlog").load(str(tmp_path / below))

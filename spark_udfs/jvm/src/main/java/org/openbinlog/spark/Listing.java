@@ -29,14 +29,16 @@ import org.openbinlog.format.LogReader;
  * {@code _}, as Spark skips them); a log is the segment files of one directory that the file options select
  * ({@code pathGlobFilter} on the file name, {@code modifiedBefore}, {@code modifiedAfter}); {@code key=value}
  * directory names between the base path and a log are its partition values, unless {@code recursiveFileLookup}
- * is set, which (as in Spark) turns partition inference off. {@code basePath}, as in Spark, is taken literally
- * (never a glob) and must be a directory that exists and is every load path or above it. Only the listing: the
- * reading rules are the core's.
+ * is set, which (as in Spark) turns partition inference off. A load path with a glob character or a backslash is
+ * a glob, as Spark's file sources take it, where a backslash escapes the character after it ({@code glob\[1\]} is
+ * the directory {@code glob[1]}). {@code basePath}, as in Spark, is taken literally (never a glob) and must be a
+ * directory that exists and is every load path or above it. Only the listing: the reading rules are the core's.
  */
 final class Listing {
     private static final String NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__";
     private static final String LOCK = "LOCK";
-    private static final Pattern GLOB_MAGIC = Pattern.compile("[*?\\[{]");
+    // As Spark's isGlobPath: a backslash too, as Hadoop's globber unescapes it.
+    private static final Pattern GLOB_MAGIC = Pattern.compile("[*?\\[{\\\\]");
 
     /**
      * One log: the directory (a local path, or a URI), the names of the segment files selected in it, and the
