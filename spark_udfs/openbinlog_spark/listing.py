@@ -200,18 +200,18 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
         if not matches and not options.ignore_missing:
             raise PathNotFoundError(given)
         for match in matches:
-            if base_path is not None and (base_path[0] is not fs or not f"{match}/".startswith(f"{base_path[1]}/")):
-                # Spark's "Wrong basePath": below no base, the logs would be read without their partition columns.
-                at = match if is_local(given) else fs.unstrip_protocol(match)
-                raise OptionError(
-                    f"option basePath: '{options.base_path}' is neither the load path '{at}' nor a directory above it"
-                )
             try:
                 info = fs.info(match)
             except FileNotFoundError:
                 if options.ignore_missing:
                     continue
                 raise PathNotFoundError(given) from None
+            if base_path is not None and (base_path[0] is not fs or not f"{match}/".startswith(f"{base_path[1]}/")):
+                # Spark's "Wrong basePath": below no base, the logs would be read without their partition columns.
+                at = match if is_local(given) else fs.unstrip_protocol(match)
+                raise OptionError(
+                    f"option basePath: '{options.base_path}' is neither the load path '{at}' nor a directory above it"
+                )
             if info.get("type") == "directory":
                 root = match.rstrip("/")
                 entries = fs.find(root, detail=True, withdirs=True)

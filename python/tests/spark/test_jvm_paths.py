@@ -398,6 +398,18 @@ def test_a_base_path_that_is_not_a_directory_above_every_load_path_is_refused_at
     assert len(_same(spark, [load], {"basePath": base, "recursiveFileLookup": "true"})) == 10
 
 
+def test_a_missing_load_path_beside_the_base_path_is_path_not_found_in_both_sources(
+    spark: SparkSession, based: Path
+) -> None:
+    """What is wrong with it is that it is missing: the Python source said basePath, the JVM source PATH_NOT_FOUND;
+    with ignoreMissingFiles both skip it."""
+    paths = [str(based / "root" / "day=1"), str(based / "absent")]
+    options = {"basePath": str(based / "root")}
+    for name in ("binlog", "binlog-jvm"):
+        with pytest.raises(AnalysisException, match=rf"PATH_NOT_FOUND.*{re.escape(paths[1])}"):
+            spark.read.format(name).options(**options).load(paths)
+    assert len(_same(spark, paths, {**options, "ignoreMissingFiles": "true"})) == 10
+
 @pytest.mark.parametrize("form", ["{}", "{}/", "{}/day=1/..", "file:{}", "file:///{}"])
 def test_a_base_path_above_the_load_path_gives_its_partition_columns_in_every_form(
     spark: SparkSession, based: Path, form: str
