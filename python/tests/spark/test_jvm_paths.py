@@ -410,6 +410,7 @@ def test_a_missing_load_path_beside_the_base_path_is_path_not_found_in_both_sour
             spark.read.format(name).options(**options).load(paths)
     assert len(_same(spark, paths, {**options, "ignoreMissingFiles": "true"})) == 10
 
+
 @pytest.mark.parametrize("form", ["{}", "{}/", "{}/day=1/..", "file:{}", "file:///{}"])
 def test_a_base_path_above_the_load_path_gives_its_partition_columns_in_every_form(
     spark: SparkSession, based: Path, form: str
