@@ -11,8 +11,14 @@ Beside each segment the listing notes its sparse index ``NNNNNNNN.idx``
 (spec 18) when the same directory holds one, whatever the file options
 select: an index is only ever a hint, checked before any use.
 
-A load path that does not exist, or a glob that matches nothing, is Spark's
+A load path is read as Hadoop's globber reads it: a backslash escapes the
+character after it (``glob\\[1\\]`` is the directory ``glob[1]``). A load path
+that does not exist, or a glob that matches nothing, is Spark's
 ``PATH_NOT_FOUND`` (``PathNotFoundError``), as for Spark's own file sources.
+
+``basePath``, as in Spark's file sources, is taken literally (never a glob)
+and must be a directory that exists and is every load path or above it; any
+other is refused (``OptionError``), never read without partition columns.
 """
 
 from __future__ import annotations
@@ -32,12 +38,12 @@ from pyspark.sql.types import DateType, IntegerType, LongType, StringType, Struc
 from openbinlog._format import LOCK_NAME, SEGMENT_NAME, index_name
 from openbinlog.errors import BinlogIOError, NotALogError
 
-from .options import ReadOptions
+from .options import OptionError, ReadOptions
 from .storage import COMPRESSIONS, Storage, is_local
 
 # ASCII digits, anchored at both ends: \d takes any Unicode digit and $ a name or value ending in a newline (R-1).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_GLOB_MAGIC = re.compile(r"[*?\[{]")
+_WILDCARDS = "*?[{"
 _DATE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _INT = re.compile(r"\A-?[0-9]+\Z")
 
@@ -89,6 +95,46 @@ def _brace_expand(pattern: str) -> list[str]:
         return [pattern]
     head, tail = pattern[: match.start()], pattern[match.end() :]
     return [expanded for choice in match[1].split(",") for expanded in _brace_expand(head + choice + tail)]
+
+
+def load_pattern(path: str) -> tuple[str, bool]:
+    """A load path as Hadoop's globber reads it, a backslash escaping the character after it: fsspec's glob for it
+    (where ``[c]`` escapes ``c``) and True, or, with no wildcard left unescaped, the path it names and False."""
+    glob: list[str] = []
+    literal: list[str] = []
+    wildcard = False
+    chars = iter(path)
+    for char in chars:
+        if char == "\\":
+            escaped = next(chars, "")
+            if not (escaped.isascii() and escaped and not escaped.isalnum()):
+                # Hadoop makes a regular expression of it: \d a digit, \o and a last \ its "Illegal file pattern".
+                raise NotALogError("not a glob: a backslash escapes only ASCII punctuation or a space", path=path)
+            glob.append(f"[{escaped}]" if escaped in "*?[" else escaped)
+            literal.append(escaped)
+        else:
+            wildcard = wildcard or char in _WILDCARDS
+            glob.append(char)
+            literal.append(char)
+    return ("".join(glob), True) if wildcard else ("".join(literal), False)
+
+
+def _base_path(storage: Storage, options: ReadOptions) -> tuple[Any, str] | None:
+    """The file system and path of ``basePath``, checked as Spark's file sources check it: a directory that exists,
+    taken literally; None without one, or with ``recursiveFileLookup`` (no partitions, as Spark ignores it then)."""
+    given = options.base_path
+    if given is None or options.recursive:
+        return None
+    if not given:
+        raise OptionError("option basePath: '' names no directory")
+    fs, path = storage.filesystem(given)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        raise OptionError(f"option basePath: '{given}' does not exist (it is one directory, never a glob)") from None
+    if info.get("type") != "directory":
+        raise OptionError(f"option basePath: '{given}' is not a directory")
+    return fs, path.rstrip("/")
 
 
 def _modified(info: dict[str, Any]) -> float | None:
@@ -146,9 +192,11 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
     patterns = _brace_expand(options.path_glob_filter) if options.path_glob_filter else None
     found: dict[str, SegmentFile] = {}
     listed: dict[str, dict[str, Any]] = {}  # directories listed for segments given by their own path
+    base_path = _base_path(storage, options)
     for given in options.paths:
         fs, path = storage.filesystem(given)
-        matches = sorted(fs.glob(path)) if _GLOB_MAGIC.search(path) else [path]
+        pattern, wildcard = load_pattern(path)
+        matches = sorted(fs.glob(pattern)) if wildcard else [pattern]
         if not matches and not options.ignore_missing:
             raise PathNotFoundError(given)
         for match in matches:
@@ -158,6 +206,12 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                 if options.ignore_missing:
                     continue
                 raise PathNotFoundError(given) from None
+            if base_path is not None and (base_path[0] is not fs or not f"{match}/".startswith(f"{base_path[1]}/")):
+                # Spark's "Wrong basePath": below no base, the logs would be read without their partition columns.
+                at = match if is_local(given) else fs.unstrip_protocol(match)
+                raise OptionError(
+                    f"option basePath: '{options.base_path}' is neither the load path '{at}' nor a directory above it"
+                )
             if info.get("type") == "directory":
                 root = match.rstrip("/")
                 entries = fs.find(root, detail=True, withdirs=True)
@@ -171,9 +225,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                 root = posixpath.dirname(match)
                 entries = {match: info}
             single = info.get("type") != "directory"
-            base = root
-            if options.base_path is not None:
-                base = storage.filesystem(options.base_path)[1].rstrip("/")
+            base = root if base_path is None else base_path[1]
             for file_path, file_info in entries.items():
                 name = posixpath.basename(file_path)
                 hit = _segment_below(root, file_path)

@@ -27,11 +27,11 @@ from pyspark.sql.types import StructType
 
 from openbinlog import Damage
 from openbinlog._format import HEADER_SIZE
-from openbinlog.errors import UnsupportedVersionError
+from openbinlog.errors import NotALogError, UnsupportedVersionError
 from openbinlog.walk import Boundary, is_last, next_segment
 
 from .execute import ItemReader
-from .listing import list_segment_files
+from .listing import list_segment_files, load_pattern
 from .options import ReadOptions
 from .plan import BinlogPartition, IssueItem, Item, RangeItem, SegmentFacts, read_facts, settle_end
 from .storage import Storage, is_local
@@ -83,8 +83,11 @@ class LogView:
     """The segments of one log directory as they are now."""
 
     def __init__(self, storage: Storage, options: ReadOptions, directory: str) -> None:
-        listing = list_segment_files(storage, dataclasses.replace(options, paths=(directory,), recursive=True))
         fs, path = storage.filesystem(directory)
+        path, wildcard = load_pattern(path)
+        if wildcard:  # its logs would be listed and none of them followed: no rows, and no error
+            raise NotALogError("a stream follows one log directory, not a glob", path=directory)
+        listing = list_segment_files(storage, dataclasses.replace(options, paths=(directory,), recursive=True))
         own = (path if is_local(directory) else fs.unstrip_protocol(path)).rstrip("/")
         # As the listing names it (file:/p as /p): damage rows name the directory as a batch read's do.
         self.directory = own

@@ -11,6 +11,7 @@ columns must return the rows Spark's evaluation keeps, and prune whole logs.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -349,3 +350,99 @@ def test_spaces_and_globs_in_file_urls_read_as_in_plain_paths(spark: SparkSessio
         for form in ("file:{}", "file://{}"):
             assert _same(spark, [form.format(plain)]) == rows
             assert _same(spark, [form.format(plain)], {"basePath": form.format(tmp_path)}) == rows
+
+
+@pytest.fixture(scope="module")
+def based(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``root/day=1/log``, and beside it what a wrong basePath names: a directory that is a string prefix of
+    ``day=1`` but not above it, and another directory."""
+    top = tmp_path_factory.mktemp("based")
+    build_log(top / "root" / "day=1" / "log", records=10)
+    (top / "root" / "day").mkdir()
+    (top / "other").mkdir()
+    return top
+
+
+# basePath, relative to the fixture (None: empty), what both sources say, and whether Spark's file sources refuse it.
+WRONG_BASE_PATHS = {
+    "empty": (None, "option basePath: '' names no directory", True),
+    "missing": ("absent", "option basePath: '{}' does not exist", True),
+    "glob": ("ro*", "option basePath: '{}' does not exist (it is one directory, never a glob)", True),
+    "file": ("root/day=1/log/00000001.dat", "option basePath: '{}' is not a directory", True),
+    "not above": ("other", "option basePath: '{}' is neither the load path '{load}' nor a directory above it", True),
+    "below": ("root/day=1/log", "option basePath: '{}' is neither the load path '{load}' nor", True),
+    # Spark's file sources compare strings: they take root/day as the base of root/day=1, and infer partitions
+    # past it. Here the base must be a directory above the load path.
+    "a string prefix": ("root/day", "option basePath: '{}' is neither the load path '{load}' nor", False),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_BASE_PATHS)
+def test_a_base_path_that_is_not_a_directory_above_every_load_path_is_refused_at_load(
+    spark: SparkSession, based: Path, case: str
+) -> None:
+    """Either source read these without an error and without the partition columns; Spark's refuse them."""
+    below, message, spark_refuses = WRONG_BASE_PATHS[case]
+    base = "" if below is None else str(based / below)
+    load = str(based / "root")
+    for name in ("binlog", "binlog-jvm"):
+        with pytest.raises(Exception, match=re.escape(message.format(base, load=load))):
+            spark.read.format(name).option("basePath", base).load(load)
+        # A glob's matches are each checked, as Spark checks them.
+        with pytest.raises(Exception, match=re.escape(message.format(base, load=load + "/day=1"))):
+            spark.read.format(name).option("basePath", base).load(str(based / "ro*" / "day=1"))
+    if spark_refuses:
+        with pytest.raises(Exception, match=r"basePath|empty string"):
+            spark.read.format("binaryFile").option("basePath", base).load(load)
+    # recursiveFileLookup infers no partitions: basePath is not used, as Spark's file sources then ignore it.
+    assert len(_same(spark, [load], {"basePath": base, "recursiveFileLookup": "true"})) == 10
+
+
+def test_a_missing_load_path_beside_the_base_path_is_path_not_found_in_both_sources(
+    spark: SparkSession, based: Path
+) -> None:
+    """What is wrong with it is that it is missing: the Python source said basePath, the JVM source PATH_NOT_FOUND;
+    with ignoreMissingFiles both skip it."""
+    paths = [str(based / "root" / "day=1"), str(based / "absent")]
+    options = {"basePath": str(based / "root")}
+    for name in ("binlog", "binlog-jvm"):
+        with pytest.raises(AnalysisException, match=rf"PATH_NOT_FOUND.*{re.escape(paths[1])}"):
+            spark.read.format(name).options(**options).load(paths)
+    assert len(_same(spark, paths, {**options, "ignoreMissingFiles": "true"})) == 10
+
+
+@pytest.mark.parametrize("form", ["{}", "{}/", "{}/day=1/..", "file:{}", "file:///{}"])
+def test_a_base_path_above_the_load_path_gives_its_partition_columns_in_every_form(
+    spark: SparkSession, based: Path, form: str
+) -> None:
+    load = str(based / "root" / "day=1" / "log")
+    rows = _same(spark, [load], {"basePath": form.format(based / "root")})
+    assert {row[7] for row in rows} == {1}  # day, after the 7 columns of a record
+    assert _same(spark, [load], {"basePath": load}) == _same(spark, [load])  # the load path itself: no columns
+
+
+def test_a_backslash_escapes_a_glob_character_in_a_load_path_as_in_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """Hadoop's glob escape: ``glob\\[1\\]`` is the directory ``glob[1]``, which the Python source could not load
+    (PATH_NOT_FOUND); ``glob[1]`` stays a glob, of ``glob1``; ``glob\\.1`` names ``glob.1``, as in Spark (the
+    sources looked for a directory ``glob\\.1``). Both read what Spark's file sources list."""
+    build_log(tmp_path / "glob[1]", records=10)
+    build_log(tmp_path / "glob1", records=20, cut_every=7)
+    build_log(tmp_path / "glob.1", records=5)
+    cases = (("glob\\[1\\]", "glob[1]"), ("g*\\[1\\]", "glob[1]"), ("glob[1]", "glob1"), ("glob\\.1", "glob.1"))
+    for below, log in cases:
+        path = str(tmp_path / below)
+        rows = _same(spark, [path])
+        assert {file.rsplit("/", 2)[1] for file in _files(rows)} == {log}
+        listed = spark.read.format("binaryFile").load(path + "/*.dat").select("path").collect()
+        assert {row.path.replace("file:", "", 1) for row in listed} == _files(rows)
+
+
+@pytest.mark.parametrize("below", ["glob\\d", "glob1\\"])
+def test_a_backslash_hadoop_takes_for_a_regular_expression_is_refused(
+    spark: SparkSession, tmp_path: Path, below: str
+) -> None:
+    """Hadoop makes ``\\d`` a digit and fails on ``\\o`` or a last backslash: the Python source refuses them all, never
+    reading a directory whose name has the backslash."""
+    build_log(tmp_path / below, records=5)
+    with pytest.raises(Exception, match=r"not a glob: a backslash escapes only ASCII punctuation or a space"):
+        spark.read.format("binlog").load(str(tmp_path / below))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from binlog_frames import payloads, record_of, strict_reference
 from logtools import append_raw, segment
 from pyspark.sql import SparkSession
@@ -133,3 +134,31 @@ def test_stream_of_a_file_url_reads_the_rows_of_the_plain_path_damage_rows_inclu
     assert got["url"] == got["plain"]
     assert {row[4] for row in got["plain"]} == {None, "chain_broken"}
     assert {row[3] for row in got["plain"] if row[4] is not None} == {str(directory)}
+
+
+def _available_now(spark: SparkSession, path: str, name: str, checkpoint: Path) -> int:
+    """The rows a stream of ``path`` reads with Trigger.AvailableNow."""
+    query = (
+        spark.readStream.format("binlog")
+        .load(path)
+        .writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    return int(spark.sql(f"select count(*) from {name}").first()[0])
+
+
+def test_stream_of_an_escaped_glob_character_reads_that_directory_and_of_a_glob_is_refused(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``glob\\[1\\]`` is the directory ``glob[1]``, as in a batch read; a glob (``glob[1]``, of ``glob1``) would list
+    its logs and follow none of them, a stream without rows and without an error."""
+    for name, records in (("glob[1]", 4), ("glob1", 3)):
+        with Writer(tmp_path / name, durability="os") as writer:
+            writer.append_many(payloads(records, 40))
+    assert _available_now(spark, str(tmp_path / "glob\\[1\\]"), "tail_escaped", tmp_path / "checkpoint_escaped") == 4
+    with pytest.raises(Exception, match="a stream follows one log directory, not a glob"):
+        _available_now(spark, str(tmp_path / "glob[1]"), "tail_glob", tmp_path / "checkpoint_glob")

@@ -29,12 +29,16 @@ import org.openbinlog.format.LogReader;
  * {@code _}, as Spark skips them); a log is the segment files of one directory that the file options select
  * ({@code pathGlobFilter} on the file name, {@code modifiedBefore}, {@code modifiedAfter}); {@code key=value}
  * directory names between the base path and a log are its partition values, unless {@code recursiveFileLookup}
- * is set, which (as in Spark) turns partition inference off. Only the listing: the reading rules are the core's.
+ * is set, which (as in Spark) turns partition inference off. A load path with a glob character or a backslash is
+ * a glob, as Spark's file sources take it, where a backslash escapes the character after it ({@code glob\[1\]} is
+ * the directory {@code glob[1]}). {@code basePath}, as in Spark, is taken literally (never a glob) and must be a
+ * directory that exists and is every load path or above it. Only the listing: the reading rules are the core's.
  */
 final class Listing {
     private static final String NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__";
     private static final String LOCK = "LOCK";
-    private static final Pattern GLOB_MAGIC = Pattern.compile("[*?\\[{]");
+    // As Spark's isGlobPath: a backslash too, as Hadoop's globber unescapes it.
+    private static final Pattern GLOB_MAGIC = Pattern.compile("[*?\\[{\\\\]");
 
     /**
      * One log: the directory (a local path, or a URI), the names of the segment files selected in it, and the
@@ -98,18 +102,58 @@ final class Listing {
         }
 
         List<Log> run() throws IOException {
+            String base = base();
             for (String given : options.paths) {
                 boolean local = Storages.local(given);
-                FileSystem fs = local ? FileSystem.getLocal(conf).getRawFileSystem() : new Path(given).getFileSystem(conf);
-                Path path = local ? new Path(Storages.localPath(given).toAbsolutePath().normalize().toString())
-                        : new Path(given);
-                for (FileStatus match : matches(fs, path, given)) {
-                    take(fs, match, given, local);
+                FileSystem fs = fileSystem(given, local);
+                for (FileStatus match : matches(fs, path(given, local), given)) {
+                    String at = text(match.getPath(), local);
+                    if (base != null && !(at + "/").startsWith(base + "/")) {
+                        // Spark's "Wrong basePath": below no base, the logs would be read without partition columns.
+                        throw new OptionException("option basePath: '" + options.basePath + "' is neither the load "
+                                + "path '" + at + "' nor a directory above it");
+                    }
+                    take(fs, match, given, local, base);
                 }
             }
             List<Log> logs = new ArrayList<>();
             names.forEach((directory, files) -> logs.add(new Log(directory, List.copyOf(files), partitions.get(directory))));
             return logs;
+        }
+
+        private FileSystem fileSystem(String given, boolean local) throws IOException {
+            return local ? FileSystem.getLocal(conf).getRawFileSystem() : new Path(given).getFileSystem(conf);
+        }
+
+        private static Path path(String given, boolean local) throws IOException {
+            return local ? new Path(Storages.localPath(given).toAbsolutePath().normalize().toString()) : new Path(given);
+        }
+
+        /**
+         * {@code basePath} as the matches are written, checked as Spark's file sources check it: a directory that
+         * exists, taken literally; null without one, or with recursiveFileLookup (no partitions: Spark ignores it).
+         */
+        private String base() throws IOException {
+            String given = options.basePath;
+            if (given == null || options.recursive) {
+                return null;
+            }
+            if (given.isEmpty()) {
+                throw new OptionException("option basePath: '' names no directory");
+            }
+            boolean local = Storages.local(given);
+            FileStatus status;
+            try {
+                status = fileSystem(given, local).getFileStatus(path(given, local));
+            } catch (FileNotFoundException e) {
+                throw new OptionException("option basePath: '" + given + "' does not exist (it is one directory, never "
+                        + "a glob)");
+            }
+            if (!status.isDirectory()) {
+                throw new OptionException("option basePath: '" + given + "' is not a directory");
+            }
+            String base = text(status.getPath(), local);
+            return base.endsWith("/") ? base.substring(0, base.length() - 1) : base;
         }
 
         /** What a load path names: itself, or what its glob matches; a missing path is Spark's PATH_NOT_FOUND. */
@@ -135,7 +179,8 @@ final class Listing {
         }
 
         /** The segment files of one match: a directory and everything below it, or one file. */
-        private void take(FileSystem fs, FileStatus match, String given, boolean local) throws IOException {
+        private void take(FileSystem fs, FileStatus match, String given, boolean local, String base)
+                throws IOException {
             List<FileStatus> segments = new ArrayList<>();
             String root;
             if (match.isDirectory()) {
@@ -152,17 +197,11 @@ final class Listing {
                     segments.add(match);
                 }
             }
-            String base = root;
-            if (options.basePath != null) {
-                base = local ? Storages.localPath(options.basePath).toAbsolutePath().normalize().toString()
-                        : new Path(options.basePath).getFileSystem(conf).makeQualified(new Path(options.basePath))
-                                .toString();
-            }
             for (FileStatus segment : segments) {
                 if (selected(segment)) {
                     String directory = text(segment.getPath().getParent(), local);
                     names.computeIfAbsent(directory, d -> new TreeSet<>()).add(segment.getPath().getName());
-                    Map<String, String> values = partitionsOf(directory, base);
+                    Map<String, String> values = partitionsOf(directory, base == null ? root : base);
                     Map<String, String> before = partitions.putIfAbsent(directory, values);
                     if (before != null && !before.equals(values)) {
                         // The columns of a log are one row of values: a log whose segments the load paths reach
