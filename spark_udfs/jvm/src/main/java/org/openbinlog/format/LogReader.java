@@ -162,9 +162,21 @@ public final class LogReader implements AutoCloseable {
         return view.segment(log) != null;
     }
 
-    /** Whether version 2 segment {@code log} is present and its header's active slot sealed (format §3.2). */
+    /**
+     * Whether no record of segment {@code log} lies past its commit point: version 2 segment {@code log} is present
+     * and its header's active slot sealed (format §3.2), or its header fails its checks, when none of its records
+     * is read at all.
+     */
     public boolean sealed(int log) throws BinlogException {
-        Header h = view.present(log) ? view.header(log) : null;
+        Header h;
+        try {
+            h = view.present(log) ? view.header(log) : null;
+        } catch (BinlogException failed) {
+            if (failed.errorClass == ErrorClass.IO_ERROR) {
+                throw failed;
+            }
+            return true;
+        }
         return h != null && !h.legacy() && h.active.sealed();
     }
 
