@@ -113,6 +113,25 @@ def test_option_max_decompressed_bytes_caps_what_a_compressed_segment_unpacks(
         capped.option("mode", "FAILFAST").load(str(log)).collect()
 
 
+@pytest.mark.parametrize(
+    "glob", ["{root}/pl*", "file:{root}/*", "{root}/plai?"], ids=["star", "file_url", "question_mark"]
+)
+def test_a_glob_through_a_directory_holding_a_name_with_a_colon_reads_the_logs(
+    spark: SparkSession, tmp_path: Path, glob: str
+) -> None:
+    """Hadoop's globber names each entry it lists by its name alone, so 'c:d' parsed as a URI with scheme c and the
+    read failed with an untyped IllegalArgumentException. Now the logs it matches are read, as by the Python source."""
+    for name in ("plain", "c:d"):
+        with Writer(tmp_path / name, durability="os") as writer:
+            writer.append(name.encode())
+    path = glob.format(root=tmp_path)
+    files = {}
+    for source in (FORMAT, "binlog"):
+        files[source] = sorted({row["file"] for row in spark.read.format(source).load(path).select("file").collect()})
+    assert files[FORMAT] == files["binlog"]
+    assert str(tmp_path / "plain" / "00000001.dat") in files[FORMAT]
+
+
 @pytest.mark.parametrize("codec", ["gz", "zst"])
 def test_damage_in_a_compressed_segment_is_a_row_with_its_unpacked_bytes(
     spark: SparkSession, tmp_path: Path, codec: str
