@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from test_jvm_paths import _row, _rows
 from test_spark_semantics import build_log
 
-from openbinlog import Reader, compress_segments
+from openbinlog import Reader, build_indexes, compress_segments
 from openbinlog.errors import BinlogError
 
 JVM = "binlog-jvm"
@@ -248,10 +248,11 @@ def _segment_2(log: Path) -> Path:
     return log / "00000002.dat"
 
 
-def _flip_header_byte(log: Path) -> None:
-    data = bytearray(_segment_2(log).read_bytes())
+def _flip_header_byte(log: Path, number: int = 2) -> None:
+    segment = log / f"{number:08d}.dat"
+    data = bytearray(segment.read_bytes())
     data[70] ^= 0xFF
-    _segment_2(log).write_bytes(bytes(data))
+    segment.write_bytes(bytes(data))
 
 
 def _gz_of_segment_2(log: Path, keep: Callable[[bytes], bytes]) -> None:
@@ -287,3 +288,19 @@ def test_a_segment_header_failing_after_planning_keeps_the_rows_before_it_and_re
     assert rows == _rows(fresh)
     assert collected(fresh)[0] == records
     assert [damage[:3] for damage in collected(fresh)[1]] == damages
+
+
+def test_a_first_segment_header_failing_after_planning_fails_a_failfast_read_whose_filter_skips_its_start(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A filter on index starts the read of segment 1 at a checked entry of its index, so no part of it started where
+    the core's plan enters the segment; its header damaged after planning was raised by none, and the FAILFAST read
+    gave no row and no error. Now the first of its parts that is read raises it, as a fresh read does."""
+    log = _log(tmp_path / "log")
+    build_indexes(log, interval=512)
+    frame = _reader(spark, JVM, "FAILFAST", False).load(str(log)).where("index >= 5")
+    damaged = r"BinlogException: bad_header in \S*00000001\.dat log=1 offset=92"
+    with pytest.raises(Exception, match=damaged):
+        _after_planning(frame, partial(_flip_header_byte, log, 1))
+    with pytest.raises(Exception, match=damaged):
+        frame.collect()

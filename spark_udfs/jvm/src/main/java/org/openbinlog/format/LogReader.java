@@ -189,12 +189,23 @@ public final class LogReader implements AutoCloseable {
         new Walk(view, tolerant, sink).absent(log);
     }
 
-    /** One part of {@link #plan}'s; the whole log for a part that says so. */
-    public void readPart(Part part, boolean tolerant, Sink sink) throws IOException {
+    /**
+     * One part of {@link #plan}'s; the whole log for a part that says so. {@code opens}: it is the first of its
+     * segment's parts that are read (others may be left out by bounds), the one that raises the segment's header
+     * where no segment lies below it.
+     */
+    public void readPart(Part part, boolean opens, boolean tolerant, Sink sink) throws IOException {
         if (part.whole()) {
             readAll(tolerant, sink);
         } else {
-            new Walk(view, tolerant, sink).part(part);
+            new Walk(view, tolerant, sink).part(part, opens);
+        }
+    }
+
+    /** Parts of {@link #plan}'s, in its order, one after the other. */
+    public void readParts(List<Part> parts, boolean tolerant, Sink sink) throws IOException {
+        for (int k = 0; k < parts.size(); k++) {
+            readPart(parts.get(k), k == 0 || parts.get(k - 1).log() != parts.get(k).log(), tolerant, sink);
         }
     }
 

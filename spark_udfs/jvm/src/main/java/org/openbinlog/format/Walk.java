@@ -402,9 +402,9 @@ final class Walk {
      * part walks the segment before to learn READ-LOG's A ({@link #enteringAsqn}); where it passes after the A
      * carried and would fail after READ-LOG's, the last part of the segment before raises {@code ambiguous_split}.
      */
-    void part(Part part) throws java.io.IOException {
+    void part(Part part, boolean opens) throws java.io.IOException {
         int log = part.log();
-        if (!reached(log, part.first())) {
+        if (!reached(log, opens)) {
             return;
         }
         Header r = enterSplittable(log);
@@ -462,9 +462,9 @@ final class Walk {
      * Whether READ-LOG reaches segment {@code log} as the directory is now: a header that fails its checks ends
      * the walk (readers §10.4), so a part of a segment above one changed so since planning reads nothing. The
      * failing header is raised once, as READ-LOG raises it: by the END or NEXT of the part at C or S of the segment
-     * below it, or, where none is below, by the first part of its own segment.
+     * below it, or, where none is below, by the first part of its own segment that is read ({@code opens}).
      */
-    private boolean reached(int log, boolean first) throws java.io.IOException {
+    private boolean reached(int log, boolean opens) throws java.io.IOException {
         for (int k : view.presentSegments()) {
             if (k > log) {
                 return true;
@@ -472,7 +472,7 @@ final class Walk {
             try {
                 view.header(k);
             } catch (BinlogException failed) {
-                if (failed.errorClass == ErrorClass.IO_ERROR || (k == log && k == view.lowest() && first)) {
+                if (failed.errorClass == ErrorClass.IO_ERROR || (k == log && k == view.lowest() && opens)) {
                     throw failed;
                 }
                 return false;
