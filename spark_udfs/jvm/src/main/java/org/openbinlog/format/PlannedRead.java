@@ -53,8 +53,9 @@ final class PlannedRead {
                     reader.readSplit(log, starts.get(k), stop, false, sink);
                 }
             } else {
-                reader.readParts(reader.plan(request.get("plan_bytes").asLong(), bounds(request.path("bounds"))),
-                        tolerant, sink);
+                for (Part part : reader.plan(request.get("plan_bytes").asLong(), bounds(request.path("bounds")))) {
+                    reader.readPart(part, tolerant, sink);
+                }
             }
         } catch (BinlogException e) {
             error = Testee.error(e.errorClass.specName(), e.log, e.offset, e.index);
