@@ -5,11 +5,13 @@ segment is removed, or a segment replaced by its compressed copy, and only then 
 ``ignoreMissingFiles`` a removed file reads as if it had been gone before ``load()``, as Spark's file sources
 skip a file missing at read time; without it the query fails with Spark's ``FAILED_READ_FILE.FILE_NOT_EXIST``
 naming the file. A segment removed from the middle of a log is a broken chain, never a silent gap; a segment
-compressed meanwhile is read from its compressed copy.
+compressed meanwhile is read from its compressed copy; a segment whose header fails since planning ends the walk
+there, as in a fresh read.
 """
 
 from __future__ import annotations
 
+import gzip
 import re
 import shutil
 from collections.abc import Callable
@@ -18,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from binlog_frames import collected, damage_of, record_of
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from test_jvm_paths import _row, _rows
 from test_spark_semantics import build_log
 
-from openbinlog import compress_segments
+from openbinlog import Reader, build_indexes, compress_segments
+from openbinlog.errors import BinlogError
 
 JVM = "binlog-jvm"
 MODES = ["PERMISSIVE", "DROPMALFORMED", "FAILFAST"]
@@ -37,7 +41,7 @@ def _reader(spark: SparkSession, source: str, mode: str, ignore: bool) -> DataFr
     return spark.read.format(source).options(**options)
 
 
-def _after_planning(frame: DataFrame, change: Callable[[], None]) -> list[tuple[Any, ...]]:
+def _after_planning(frame: DataFrame, change: Callable[[], object]) -> list[tuple[Any, ...]]:
     """The rows of ``frame``, read after its scan was planned and then ``change`` made."""
     rdd = frame.rdd
     rdd.getNumPartitions()  # plans the scan: the logs, their segment files and the parts are fixed here
@@ -225,3 +229,78 @@ def test_a_segment_compressed_after_planning_is_read_from_its_compressed_copy(
     rows = _after_planning(_reader(spark, JVM, "PERMISSIVE", ignore).load(str(log)), compress)
     assert rows == _rows(_reader(spark, JVM, "PERMISSIVE", ignore).load(str(log)))  # the file column names .gz
     assert _without_file(before, rows) == whole
+
+
+def _reference_to_its_end(log: Path) -> tuple[list[Any], list[Any]]:
+    """The reference tolerant Reader's records, and its damage with the error that ends its walk last (a header that
+    fails its checks is not stepped over, spec readers 10.4): class, log and offset of each."""
+    records: list[Any] = []
+    damages: list[Any] = []
+    with Reader(log, tolerant=True) as reader:
+        try:
+            records.extend(record_of(entry) for entry in reader)
+        except BinlogError as error:
+            damages.append((error.error_class, error.log, error.offset))
+        return sorted(records), [damage_of(d)[:3] for d in reader.damage] + damages
+
+
+def _segment_2(log: Path) -> Path:
+    return log / "00000002.dat"
+
+
+def _flip_header_byte(log: Path, number: int = 2) -> None:
+    segment = log / f"{number:08d}.dat"
+    data = bytearray(segment.read_bytes())
+    data[70] ^= 0xFF
+    segment.write_bytes(bytes(data))
+
+
+def _gz_of_segment_2(log: Path, keep: Callable[[bytes], bytes]) -> None:
+    _segment_2(log).with_suffix(".dat.gz").write_bytes(keep(gzip.compress(_segment_2(log).read_bytes())))
+    _segment_2(log).unlink()
+
+
+HEADER_CHANGES: dict[str, Callable[[Path], object]] = {
+    "header_byte_flipped": _flip_header_byte,
+    "copy_of_segment_1": lambda log: shutil.copy(log / "00000001.dat", _segment_2(log)),
+    "emptied": lambda log: _segment_2(log).write_bytes(b""),
+    "truncated_to_100_bytes": lambda log: _segment_2(log).write_bytes(_segment_2(log).read_bytes()[:100]),
+    "cut_gz": lambda log: _gz_of_segment_2(log, lambda data: data[: len(data) * 2 // 3]),
+    "garbage_gz": lambda log: _gz_of_segment_2(log, lambda data: bytes(len(data))),
+    "segment_3_renamed_into_its_place": lambda log: (log / "00000003.dat").replace(_segment_2(log)),
+}
+
+
+@pytest.mark.parametrize("change", sorted(HEADER_CHANGES))
+def test_a_segment_header_failing_after_planning_keeps_the_rows_before_it_and_reports_it_once(
+    spark: SparkSession, tmp_path: Path, change: str
+) -> None:
+    """Segment 2 changed after planning so that its header fails: the END of segment 1 raised before its part
+    returned a row, so its ten records were lost, each part of segment 2 reported the header again, and segment 3
+    was read past the header that ends the walk. Now the rows are the reference reader's and a fresh read's: segment
+    1's records, one damage row for segment 2, nothing after it."""
+    log = _log(tmp_path / "log")
+    frame = _reader(spark, JVM, "PERMISSIVE", True).load(str(log))
+    rows = _after_planning(frame, partial(HEADER_CHANGES[change], log))
+    records, damages = _reference_to_its_end(log)
+    assert {record[0] for record in records} == {1} and [damage[1:] for damage in damages] == [(2, damages[0][2])]
+    fresh = _reader(spark, JVM, "PERMISSIVE", True).load(str(log))
+    assert rows == _rows(fresh)
+    assert collected(fresh)[0] == records
+    assert [damage[:3] for damage in collected(fresh)[1]] == damages
+
+
+def test_a_first_segment_header_failing_after_planning_fails_a_failfast_read_whose_filter_skips_its_start(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A filter on index starts the read of segment 1 at a checked entry of its index, so no part of it started where
+    the core's plan enters the segment; its header damaged after planning was raised by none, and the FAILFAST read
+    gave no row and no error. Now the first of its parts that is read raises it, as a fresh read does."""
+    log = _log(tmp_path / "log")
+    build_indexes(log, interval=512)
+    frame = _reader(spark, JVM, "FAILFAST", False).load(str(log)).where("index >= 5")
+    damaged = r"BinlogException: bad_header in \S*00000001\.dat log=1 offset=92"
+    with pytest.raises(Exception, match=damaged):
+        _after_planning(frame, partial(_flip_header_byte, log, 1))
+    with pytest.raises(Exception, match=damaged):
+        frame.collect()

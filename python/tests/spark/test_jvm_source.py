@@ -18,6 +18,7 @@ from binlog_frames import DamageRow, Record, collected, log_of_logs, reference, 
 from logtools import flip_bit
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
+from test_spark_semantics import build_log
 
 from openbinlog import Writer, build_indexes, compress_segments
 from openbinlog._format import RECORD_HEADER_SIZE
@@ -97,8 +98,8 @@ def test_failfast_fails_where_the_strict_reader_fails(spark: SparkSession, name:
 def test_option_max_decompressed_bytes_caps_what_a_compressed_segment_unpacks(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """As the Python source's: a segment that would unpack beyond it is a bad_header row at offset 0, and the other
-    segments are read; FAILFAST fails with it."""
+    """A segment that would unpack beyond it is a bad_header row at offset 0, which ends the walk as any bad_header
+    (the next test); FAILFAST fails with it."""
     log = _log(tmp_path / "log", 600, segment_bytes=40_000)
     packed = sorted(item.log for item in compress_segments(log, codec="zst"))
     records, _ = reference(log)
@@ -107,10 +108,48 @@ def test_option_max_decompressed_bytes_caps_what_a_compressed_segment_unpacks(
     assert collected(frame.load(str(log))) == (records, [])
     capped = frame.option("maxDecompressedBytes", "1k")
     got_records, got_damages = collected(capped.load(str(log)))
-    assert [damage[:3] for damage in got_damages] == [("bad_header", number, 0) for number in packed]
-    assert got_records == [record for record in records if record[0] not in packed]
+    assert [damage[:3] for damage in got_damages] == [("bad_header", packed[0], 0)]
+    assert got_records == [record for record in records if record[0] < packed[0]]
     with pytest.raises(Exception, match=r"BinlogException: bad_header .*more than 1024 bytes.*maxDecompressedBytes"):
         capped.option("mode", "FAILFAST").load(str(log)).collect()
+
+
+@pytest.mark.spec("R-43")
+@pytest.mark.parametrize("split_bytes", ["1k", "64m"])
+def test_a_segment_beyond_max_decompressed_bytes_ends_the_walk_as_any_bad_header(
+    spark: SparkSession, tmp_path: Path, split_bytes: str
+) -> None:
+    """The cap's bad_header was stepped over, where every other bad_header ends the walk (spec readers 10.4): the
+    segment after it was read, with no broken chain. Now the rows are those of segment 1 and the cap's row of 2."""
+    log = build_log(tmp_path / "log", records=30, cut_every=10)
+    plain = log / "00000002.dat"
+    plain.with_suffix(".dat.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    cap = str(plain.stat().st_size - 1)
+    plain.unlink()
+    records, _ = reference(log)
+    frame = spark.read.format(FORMAT).options(maxDecompressedBytes=cap, maxPartitionBytes=split_bytes)
+    got_records, got_damages = collected(frame.load(str(log)))
+    assert got_records == [record for record in records if record[0] == 1]
+    assert [damage[:3] for damage in got_damages] == [("bad_header", 2, 0)]
+
+
+@pytest.mark.parametrize(
+    "glob", ["{root}/pl*", "file:{root}/*", "{root}/plai?"], ids=["star", "file_url", "question_mark"]
+)
+def test_a_glob_through_a_directory_holding_a_name_with_a_colon_reads_the_logs(
+    spark: SparkSession, tmp_path: Path, glob: str
+) -> None:
+    """Hadoop's globber names each entry it lists by its name alone, so 'c:d' parsed as a URI with scheme c and the
+    read failed with an untyped IllegalArgumentException. Now the logs it matches are read, as by the Python source."""
+    for name in ("plain", "c:d"):
+        with Writer(tmp_path / name, durability="os") as writer:
+            writer.append(name.encode())
+    path = glob.format(root=tmp_path)
+    files = {}
+    for source in (FORMAT, "binlog"):
+        files[source] = sorted({row["file"] for row in spark.read.format(source).load(path).select("file").collect()})
+    assert files[FORMAT] == files["binlog"]
+    assert str(tmp_path / "plain" / "00000001.dat") in files[FORMAT]
 
 
 @pytest.mark.parametrize("codec", ["gz", "zst"])

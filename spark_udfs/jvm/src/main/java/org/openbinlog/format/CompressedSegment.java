@@ -23,7 +23,8 @@ import java.util.Deque;
  * </ul>
  *
  * <p>A stream that cannot be decoded, a Zstandard archive that ends inside a frame ({@link ZstdFrames}), and a
- * stream that unpacks beyond the cap are {@code bad_header} at offset 0 (R-43), and stay so: nothing more is read. A failed read of the archive or of the temporary file is {@code io_error} (R-20).
+ * segment whose header puts its end beyond the cap (refused once the header is read, before any record) are
+ * {@code bad_header} at offset 0 (R-43), and stay so: nothing more is read. A failed read of the archive or of the temporary file is {@code io_error} (R-20).
  * At most {@link #LIVE} segments of a reader hold their temporary files; a released one that is read again is
  * unpacked again from its start (a walk goes back to an earlier segment only to learn the asqn it ends with).
  */
@@ -111,7 +112,10 @@ final class CompressedSegment {
             }
             byte[] head = new byte[(int) Math.min(unpacked, Header.SIZE)];
             spilled(0, head, 0, head.length);
-            end = Math.min(segmentEnd(head), unpacking.maxBytes() == MAX_OFFSET ? MAX_OFFSET : unpacking.maxBytes() + 1);
+            end = segmentEnd(head);
+            if (end > unpacking.maxBytes()) {
+                throw capped(); // before any record: a walk ends here, as at any header that fails (readers §10.4)
+            }
         }
         return end;
     }
@@ -149,9 +153,7 @@ final class CompressedSegment {
                 keep(got);
             }
             if (Math.min(target, unpacked) > unpacking.maxBytes()) {
-                throw new BinlogException(ErrorClass.BAD_HEADER, storage.describe(name), log, 0L, null,
-                        "unpacks to more than " + unpacking.maxBytes() + " bytes, the most this reader unpacks ("
-                                + unpacking.capName() + ")");
+                throw capped();
             }
         } catch (BinlogException e) {
             failed = e;
@@ -183,6 +185,12 @@ final class CompressedSegment {
             throw undecodable("the archive ends inside a Zstandard frame", null);
         }
         return got;
+    }
+
+    private BinlogException capped() {
+        return new BinlogException(ErrorClass.BAD_HEADER, storage.describe(name), log, 0L, null,
+                "unpacks to more than " + unpacking.maxBytes() + " bytes, the most this reader unpacks ("
+                        + unpacking.capName() + ")");
     }
 
     private BinlogException undecodable(String why, Throwable cause) {

@@ -162,9 +162,21 @@ public final class LogReader implements AutoCloseable {
         return view.segment(log) != null;
     }
 
-    /** Whether version 2 segment {@code log} is present and its header's active slot sealed (format §3.2). */
+    /**
+     * Whether no record of segment {@code log} lies past its commit point: version 2 segment {@code log} is present
+     * and its header's active slot sealed (format §3.2), or its header fails its checks, when none of its records
+     * is read at all.
+     */
     public boolean sealed(int log) throws BinlogException {
-        Header h = view.present(log) ? view.header(log) : null;
+        Header h;
+        try {
+            h = view.present(log) ? view.header(log) : null;
+        } catch (BinlogException failed) {
+            if (failed.errorClass == ErrorClass.IO_ERROR) {
+                throw failed;
+            }
+            return true;
+        }
         return h != null && !h.legacy() && h.active.sealed();
     }
 
@@ -177,12 +189,23 @@ public final class LogReader implements AutoCloseable {
         new Walk(view, tolerant, sink).absent(log);
     }
 
-    /** One part of {@link #plan}'s; the whole log for a part that says so. */
-    public void readPart(Part part, boolean tolerant, Sink sink) throws IOException {
+    /**
+     * One part of {@link #plan}'s; the whole log for a part that says so. {@code opens}: it is the first of its
+     * segment's parts that are read (others may be left out by bounds), the one that raises the segment's header
+     * where no segment lies below it.
+     */
+    public void readPart(Part part, boolean opens, boolean tolerant, Sink sink) throws IOException {
         if (part.whole()) {
             readAll(tolerant, sink);
         } else {
-            new Walk(view, tolerant, sink).part(part);
+            new Walk(view, tolerant, sink).part(part, opens);
+        }
+    }
+
+    /** Parts of {@link #plan}'s, in its order, one after the other. */
+    public void readParts(List<Part> parts, boolean tolerant, Sink sink) throws IOException {
+        for (int k = 0; k < parts.size(); k++) {
+            readPart(parts.get(k), k == 0 || parts.get(k - 1).log() != parts.get(k).log(), tolerant, sink);
         }
     }
 

@@ -53,9 +53,8 @@ final class PlannedRead {
                     reader.readSplit(log, starts.get(k), stop, false, sink);
                 }
             } else {
-                for (Part part : reader.plan(request.get("plan_bytes").asLong(), bounds(request.path("bounds")))) {
-                    reader.readPart(part, tolerant, sink);
-                }
+                reader.readParts(reader.plan(request.get("plan_bytes").asLong(), bounds(request.path("bounds"))),
+                        tolerant, sink);
             }
         } catch (BinlogException e) {
             error = Testee.error(e.errorClass.specName(), e.log, e.offset, e.index);

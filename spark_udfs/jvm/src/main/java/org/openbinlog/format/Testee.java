@@ -135,9 +135,7 @@ public final class Testee {
         JsonNode error = null;
         try (LogReader reader = new LogReader(new LocalStorage(Paths.get(request.path("path").asText())), UNPACKING)) {
             if (given(request, "plan_bytes")) {
-                for (Part part : reader.plan(request.get("plan_bytes").asLong())) {
-                    reader.readPart(part, tolerant, sink);
-                }
+                reader.readParts(reader.plan(request.get("plan_bytes").asLong()), tolerant, sink);
             } else if (given(request, "log")) {
                 reader.readSplit(request.get("log").asInt(), Long.parseUnsignedLong(request.get("start").asText()),
                         Long.parseUnsignedLong(request.get("stop").asText()), tolerant, sink);

@@ -402,15 +402,16 @@ final class Walk {
      * part walks the segment before to learn READ-LOG's A ({@link #enteringAsqn}); where it passes after the A
      * carried and would fail after READ-LOG's, the last part of the segment before raises {@code ambiguous_split}.
      */
-    void part(Part part) throws java.io.IOException {
+    void part(Part part, boolean opens) throws java.io.IOException {
         int log = part.log();
+        if (!reached(log, opens)) {
+            return;
+        }
         Header r = enterSplittable(log);
-        if (part.endRaises()) {
+        if (part.endRaises() || !endMade(log)) {
             endAtC = true; // RESYNC step 1 and WALK step 2.1 make END, which raises, where READ-LOG makes it
             s = c;
             endIndex = slot.nextIndex();
-        } else {
-            end();
         }
         long o;
         if (part.first()) {
@@ -458,12 +459,54 @@ final class Walk {
     }
 
     /**
+     * Whether READ-LOG reaches segment {@code log} as the directory is now: a header that fails its checks ends
+     * the walk (readers §10.4), so a part of a segment above one changed so since planning reads nothing. The
+     * failing header is raised once, as READ-LOG raises it: by the END or NEXT of the part at C or S of the segment
+     * below it, or, where none is below, by the first part of its own segment that is read ({@code opens}).
+     */
+    private boolean reached(int log, boolean opens) throws java.io.IOException {
+        for (int k : view.presentSegments()) {
+            if (k > log) {
+                return true;
+            }
+            try {
+                view.header(k);
+            } catch (BinlogException failed) {
+                if (failed.errorClass == ErrorClass.IO_ERROR || (k == log && k == view.lowest() && opens)) {
+                    throw failed;
+                }
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * END(N) for a part of N; false, with nothing made, where N+1's header fails its checks, planned or not: END
+     * then raises at C, after the records before it, as READ-LOG raises it.
+     */
+    private boolean endMade(int log) throws java.io.IOException {
+        try {
+            end();
+            return true;
+        } catch (BinlogException failed) {
+            if (failed.errorClass == ErrorClass.IO_ERROR || failed.log == null || failed.log != log + 1) {
+                throw failed;
+            }
+            return false;
+        }
+    }
+
+    /**
      * A part of segment {@code log}, which is absent though the plan had it. Retention removes the lowest segments
      * first, so a segment whose predecessor is present was not removed by it: where a segment above is listed, the
      * rows after it would read as a whole log, and the hole is reported as NEXT from the predecessor reports it
      * (its END made without the segment, then BROKEN). Otherwise the log starts above it or ends below it.
      */
     void absent(int log) throws java.io.IOException {
+        if (!reached(log - 1, false)) {
+            return; // the walk ends below it, where the part that meets the failing header raises it
+        }
         Header below = view.present(log - 1) ? view.header(log - 1) : null;
         if (below == null || !view.listedAbove(log)) {
             return;

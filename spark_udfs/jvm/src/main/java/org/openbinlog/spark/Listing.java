@@ -4,6 +4,8 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -12,6 +14,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -160,9 +163,10 @@ final class Listing {
         private List<FileStatus> matches(FileSystem fs, Path path, String given) throws IOException {
             List<FileStatus> found = new ArrayList<>();
             if (GLOB_MAGIC.matcher(given).find()) {
-                FileStatus[] globbed = fs.globStatus(path);
-                if (globbed != null) {
-                    found.addAll(Arrays.asList(globbed));
+                if (Storages.local(given)) {
+                    found.addAll(localGlob(fs, Storages.localPath(given).toAbsolutePath().normalize(), given));
+                } else {
+                    found.addAll(hadoopGlob(fs, path, given));
                 }
             } else {
                 try {
@@ -176,6 +180,69 @@ final class Listing {
             }
             found.sort((a, b) -> a.getPath().compareTo(b.getPath()));
             return found;
+        }
+
+        /**
+         * A local glob, expanded one path component at a time with Hadoop's glob syntax, each match named by its
+         * whole path: Hadoop's globber names a child by its name alone, so that a name with ':' in a directory it
+         * lists (notes:1.txt) parses as a URI scheme and fails the read, where the Python source reads the logs.
+         */
+        private static List<FileStatus> localGlob(FileSystem fs, java.nio.file.Path pattern, String given)
+                throws IOException {
+            List<java.nio.file.Path> matched = List.of(pattern.getRoot());
+            for (java.nio.file.Path component : pattern) {
+                String name = component.toString();
+                boolean literal = !GLOB_MAGIC.matcher(name).find() && name.indexOf('\\') < 0;
+                GlobPattern glob = literal ? null : globOf(name, given);
+                List<java.nio.file.Path> next = new ArrayList<>();
+                for (java.nio.file.Path dir : matched) {
+                    if (literal) {
+                        if (Files.exists(dir.resolve(name))) {
+                            next.add(dir.resolve(name));
+                        }
+                        continue;
+                    }
+                    if (!Files.isDirectory(dir)) {
+                        continue;
+                    }
+                    try (DirectoryStream<java.nio.file.Path> children = Files.newDirectoryStream(dir)) {
+                        for (java.nio.file.Path child : children) {
+                            if (glob.matches(child.getFileName().toString())) {
+                                next.add(child);
+                            }
+                        }
+                    }
+                }
+                matched = next;
+            }
+            List<FileStatus> found = new ArrayList<>();
+            for (java.nio.file.Path match : matched) {
+                found.add(fs.getFileStatus(new Path(match.toString()))); // a whole path: no scheme is read in it
+            }
+            return found;
+        }
+
+        private static GlobPattern globOf(String component, String given) {
+            try {
+                return new GlobPattern(component);
+            } catch (PatternSyntaxException e) {
+                throw new OptionException("load path '" + given + "' is not a glob: " + e.getMessage());
+            }
+        }
+
+        /**
+         * A glob on another file system, by Hadoop's globber: a name it cannot make a path of (one with ':') is an
+         * io_error that names the load path, not an untyped failure.
+         */
+        private static List<FileStatus> hadoopGlob(FileSystem fs, Path path, String given) throws IOException {
+            FileStatus[] globbed;
+            try {
+                globbed = fs.globStatus(path);
+            } catch (IllegalArgumentException e) {
+                throw new BinlogException(ErrorClass.IO_ERROR, given, null, null, null,
+                        "Hadoop cannot glob it: a name where it lists is not a valid path (" + e.getMessage() + ")", e);
+            }
+            return globbed == null ? List.of() : Arrays.asList(globbed);
         }
 
         /** The segment files of one match: a directory and everything below it, or one file. */

@@ -91,7 +91,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             BatchSink sink = new BatchSink(piece, storage, reader, before);
             try {
                 if (present(piece, storage, reader)) {
-                    reader.readPart(piece.part(), options.tolerant(), sink);
+                    reader.readPart(piece.part(), piece.first(), options.tolerant(), sink);
                 } else if (piece.first()) {
                     reader.readAbsent(piece.part().log(), options.tolerant(), sink);
                 }
