@@ -21,7 +21,9 @@ final class SegmentFile {
     final int log;
     private long size; // of a compressed segment: the archive's
     private final CompressedSegment unpacked;
-    private final byte[] window = new byte[WINDOW];
+    // Taken at the first walk through the file: a part checks the headers of every segment below its own, and a
+    // window each would hold a quarter MiB per segment of the log.
+    private byte[] window;
     private long windowAt;
     private int windowLength;
     private long limit = Long.MAX_VALUE;
@@ -83,6 +85,9 @@ final class SegmentFile {
 
     /** The window holding {@code [pos, pos + n)}, n at most the window's size, refilled when it does not. */
     byte[] window(long pos, int n) throws BinlogException {
+        if (window == null) {
+            window = new byte[WINDOW];
+        }
         if (pos < windowAt || pos + n > windowAt + windowLength) {
             int want = (int) Math.max(0, Math.min(WINDOW, Math.min(size(), limit) - pos));
             windowAt = pos;
