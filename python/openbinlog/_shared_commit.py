@@ -4,8 +4,9 @@ Under the append lock (byte 0 of ``LOCK``) the writer finds the end of every
 record written so far by the tail walk, writes the header and those records
 again as read, then its own records after them. It syncs holding no lock, so
 that writers of other processes write and sync meanwhile and the disk's
-flushes cover several of them. Under the append lock again it publishes the
-end of its own records, unless a writer has already published beyond them.
+flushes cover several of them. Unless the active slot, read without a lock,
+shows that a writer has already published beyond them, it publishes the end
+of its own records under the append lock again.
 What the append lock alone cannot do (a first batch, a successor, a tail to
 recover, a cutover) is left to the ordinary batch of 6.2, under the whole lock.
 """
@@ -18,14 +19,14 @@ from typing import TYPE_CHECKING
 
 from . import _accel
 from ._commit import MAX_COUNTER, EncodedBatch, OpenSegment
-from ._format import RECORD_HEADER_SIZE
+from ._format import HEADER_SIZE, RECORD_HEADER_SIZE
 from ._group_commit import Ticket
 from ._recovery import FdSource
 from ._recovery_exec import RecoveryMixin, successor_path
 from ._ref import Ref
-from ._segment import CommitState
+from ._segment import CommitState, active_commit
 from ._writer_base import MAX_LOG_NUMBER
-from .errors import BinlogIOError
+from .errors import BinlogError, BinlogIOError
 from .walk import tail_walk
 
 
@@ -112,8 +113,21 @@ class SharedCommitMixin(RecoveryMixin):
                 return
         else:
             self._fs.fdatasync(segment.fd)  # step 6: no lock held
+            if self._published_already(segment, end.commit_offset):
+                return
         with self._append_locked():  # LOCK replaced, the segment sealed, an unusual header: said here
             self._publish_shared(segment, seen, end)
+
+    def _published_already(self, segment: OpenSegment, end: int) -> bool:
+        """Step 7's first read: whether the active slot, read without the lock as a reader reads it, covers ``end``.
+        A slot torn by a publication in progress fails its checksum and is not taken; any doubt is False, and the
+        read under the append lock decides."""
+        header = self._fs.pread(segment.fd, HEADER_SIZE, 0)
+        try:
+            current = active_commit(header, base_index=segment.header.base_index, log=segment.log)
+        except BinlogError:
+            return False
+        return current.commit_offset >= end
 
     def _write_shared(self, batch: list[Ticket]) -> tuple[OpenSegment, int, EncodedBatch] | None:
         """Steps 2 to 5 of 6.8, under the append lock: the segment, the generation read, the records written."""

@@ -7,6 +7,7 @@ import itertools
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from openbinlog import (
     UnsupportedFeatureError,
     UnsupportedVersionError,
     Writer,
+    _accel,
     encode_record,
 )
 from openbinlog._crc import masked_crc32c
@@ -131,6 +133,109 @@ def test_shared_append_writes_under_the_append_lock_syncs_outside_it_then_publis
         ("pwrite", seg, "header"),  # the mirrors, after the slot
         ("unlock_append", "LOCK", None),
     ]
+
+
+class _AppendsBeforeItsSync(RecordingFileSystem):
+    """A recording file system whose next ``fdatasync`` first lets another writer append: records written after
+    this writer's, published by that writer before this one publishes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meanwhile: list[Callable[[], object]] = []
+
+    def fdatasync(self, fd: int) -> None:
+        while self.meanwhile:
+            self.meanwhile.pop()()
+        super().fdatasync(fd)
+
+
+@pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.spec("W-43")
+def test_a_shared_batch_another_writer_published_takes_no_lock_to_publish(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """Step 7 of spec 6.8: the active slot read without the lock already covers the batch, so the writer neither
+    takes the append lock again nor writes a slot; its records are committed, under the other writer's slot."""
+    if not compiled:
+        monkeypatch.setattr(_accel, "shared_write", None)
+        monkeypatch.setattr(_accel, "shared_publish", None)
+    fs = _AppendsBeforeItsSync()
+    with Writer(log_dir, fs=fs) as first, Writer(log_dir) as second:
+        first.append(b"opens")
+        fs.meanwhile.append(lambda: second.append(b"after it"))
+        fs.ops.clear()
+        ref = first.append(b"payload")
+        ops = list(fs.ops)
+    assert ops == [
+        ("lock_append", "LOCK", None),
+        ("pwrite", "00000001.dat", "header"),  # the header again, as read (W-43)
+        ("pwrite", "00000001.dat", "records"),
+        ("unlock_append", "LOCK", None),
+        ("fdatasync", "00000001.dat", None),  # after the other writer's batch, which published beyond it
+    ]
+    assert [entry.payload for entry in read_entries(log_dir)] == [b"opens", b"payload", b"after it"]
+    assert ref.index == 2
+
+
+class _AppendsBeforeItsPublication(RecordingFileSystem):
+    """A recording file system that lets another writer append just before this writer takes the append lock
+    after its sync: after the lock-free read of step 7 found the batch unpublished."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meanwhile: list[Callable[[], object]] = []
+
+    def lock_append(self, fd: int) -> None:
+        if self.meanwhile and self.ops and self.ops[-1][0] == "fdatasync":
+            self.meanwhile.pop()()
+        super().lock_append(fd)
+
+
+@pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.spec("W-43")
+def test_a_shared_batch_published_between_its_lock_free_read_and_the_lock_writes_no_slot(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """Step 7 of spec 6.8 reads the active slot again under the append lock: a publication made after the read
+    without the lock covers the batch, and the writer must not publish its shorter end over it."""
+    if not compiled:
+        monkeypatch.setattr(_accel, "shared_write", None)
+        monkeypatch.setattr(_accel, "shared_publish", None)
+    fs = _AppendsBeforeItsPublication()
+    with Writer(log_dir, fs=fs) as first, Writer(log_dir) as second:
+        first.append(b"opens")
+        fs.meanwhile.append(lambda: second.append(b"after it"))
+        fs.ops.clear()
+        first.append(b"payload")
+        ops = [op for op, _, _ in fs.ops]
+    assert ops == ["lock_append", "pwrite", "pwrite", "unlock_append", "fdatasync", "lock_append", "unlock_append"]
+    assert [entry.payload for entry in read_entries(log_dir)] == [b"opens", b"payload", b"after it"]
+    assert commit_offset(segment(log_dir)) == segment(log_dir).stat().st_size
+
+
+@pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.spec("W-43", "W-44")
+def test_a_shared_batch_published_by_nobody_else_publishes_under_the_append_lock(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """The converse: another writer appended before this one's batch was written, so its slot does not cover the
+    batch; the lock-free read must not take that for a publication."""
+    if not compiled:
+        monkeypatch.setattr(_accel, "shared_write", None)
+        monkeypatch.setattr(_accel, "shared_publish", None)
+    fs = RecordingFileSystem()
+    with Writer(log_dir, fs=fs) as first, Writer(log_dir) as second:
+        first.append(b"opens")
+        second.append(b"before it")
+        fs.ops.clear()
+        first.append(b"payload")
+        ops = [op for op, _, _ in fs.ops]
+    assert ops[-4:] == ["lock_append", "pwrite", "pwrite", "unlock_append"]
+    assert [entry.payload for entry in read_entries(log_dir)] == [b"opens", b"before it", b"payload"]
+    assert commit_offset(segment(log_dir)) == segment(log_dir).stat().st_size
 
 
 @pytest.mark.spec("W-27", "W-28", "W-31")

@@ -434,9 +434,15 @@ fn publish_locked<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: Tai
     Ok(if step == 1 { PUBLISHED } else { PUBLISHED_OVER })
 }
 
-/// Steps 6 and 7: the sync holding no lock, then the publication under the append lock.
+/// Steps 6 and 7: the sync holding no lock, the active slot read as a reader reads it, then, unless a
+/// publication covers the records already, the publication under the append lock.
 fn publish<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: TailEnd) -> PyResult<u8> {
     ops.fdatasync()?;
+    // A slot torn by a publication in progress fails its checksum and is not taken: the lock then decides.
+    let header = ops.pread(HEADER_SIZE, 0)?;
+    if active_slot(&header, target.base_index, target.log).is_some_and(|current| current.offset >= end.offset) {
+        return Ok(COVERED);
+    }
     ops.lock_append()?;
     let code = publish_locked(ops, target, seen, end);
     let unlocked = ops.unlock_append();
