@@ -48,6 +48,7 @@ RecordBuffer: Callable[..., RecordBufferType] | None = None
 # Writer.append of the modes whose appends return at once, without a Python frame (_buffered).
 Appender: type[NativeAppender] | None = None
 # The batch of a writer that shares its syncs, steps 1 to 5 and 6 to 7 of spec 6.8 (_shared_commit).
+SharedTarget: Callable[..., object] | None = None
 shared_write: Callable[..., tuple[int, int, int, int, int, int, int, int] | None] | None = None
 shared_publish: Callable[..., int] | None = None
 PUBLISH_IN_PYTHON = -1  # what shared_publish returns when the Python code must publish: the module says
@@ -89,8 +90,9 @@ else:
             arrow_run = getattr(_native, "arrow_run", None)
             Appender = _native.Appender
             # A module built before they existed still serves the rest: the batch is then the Python one.
-            shared_write = getattr(_native, "shared_write", None)
-            shared_publish = getattr(_native, "shared_publish", None)
+            SharedTarget = getattr(_native, "SharedTarget", None)
+            shared_write = getattr(_native, "shared_write", None) if SharedTarget is not None else None
+            shared_publish = getattr(_native, "shared_publish", None) if SharedTarget is not None else None
             PUBLISH_IN_PYTHON = getattr(_native, "PUBLISH_IN_PYTHON", PUBLISH_IN_PYTHON)
             PURE_REASON = None
         else:

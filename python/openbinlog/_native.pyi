@@ -19,15 +19,24 @@ def walk_lengths(buf: bytes, end: int, /) -> tuple[bytes, bytes, bytes, int]:
 def read_header(data: bytes, /) -> tuple[int, int, int, int, int, int, int, int, int]:
     """The fields of the record header at the start of ``data``, as ``RECORD_HEADER.unpack_from``."""
 
+class SharedTarget:
+    """Where a sharing writer's batches go (``shared_write``, ``shared_publish``), made once for each segment."""
+
+    def __init__(
+        self,
+        segment_fd: int,
+        lock_fd: int,
+        lock_path: str,
+        lock_identity: tuple[int, int],
+        successor_path: str,
+        log: int,
+        base_index: int,
+        /,
+    ) -> None: ...
+
 def shared_write(
     fs: object | None,
-    segment_fd: int,
-    lock_fd: int,
-    lock_path: str,
-    lock_identity: tuple[int, int],
-    successor_path: str,
-    log: int,
-    base_index: int,
+    target: SharedTarget,
     capacity: int,
     size_limit: int | None,
     zero_probe: bool,
@@ -42,12 +51,7 @@ def shared_write(
 
 def shared_publish(
     fs: object | None,
-    segment_fd: int,
-    lock_fd: int,
-    lock_path: str,
-    lock_identity: tuple[int, int],
-    log: int,
-    base_index: int,
+    target: SharedTarget,
     seen: int,
     end: tuple[int, int, int, int],
     /,

@@ -33,6 +33,9 @@ from .walk import tail_walk
 class SharedCommitMixin(RecoveryMixin):
     """Steps 1 to 9 of spec 6.8, for writers that do not hold the lock from open to close."""
 
+    # The compiled batch's target, and the segment and lock it was made for.
+    _shared_target: tuple[OpenSegment, tuple[int, tuple[int, int]], object] | None = None
+
     if TYPE_CHECKING:  # defined by the writer, which takes and checks the lock (W-38)
 
         def _take_lock(self, *, append: bool = False) -> None: ...
@@ -81,13 +84,7 @@ class SharedCommitMixin(RecoveryMixin):
             return None
         written = _accel.shared_write(
             self._buffer_fs,
-            segment.fd,
-            self._lock_fd,
-            self._lock_path,
-            self._lock_identity,
-            successor_path(self.directory, segment.log),
-            segment.log,
-            segment.header.base_index,
+            self._compiled_target(segment),
             segment.header.capacity,
             self.max_segment_bytes,
             segment.header.preallocated,
@@ -104,12 +101,30 @@ class SharedCommitMixin(RecoveryMixin):
         encoded.end = CommitState(seen + 1, end_offset, next_index, last_asqn, now, 0)
         return segment, seen, encoded
 
+    def _compiled_target(self, segment: OpenSegment) -> object:
+        """The compiled batch's ``SharedTarget`` for ``segment`` and the lock, made once for each of them."""
+        lock = (self._lock_fd, self._lock_identity)
+        cached = self._shared_target
+        if cached is None or cached[0] is not segment or cached[1] != lock:
+            assert _accel.SharedTarget is not None  # only called where the compiled batch is
+            target = _accel.SharedTarget(
+                segment.fd,
+                self._lock_fd,
+                self._lock_path,
+                self._lock_identity,
+                successor_path(self.directory, segment.log),
+                segment.log,
+                segment.header.base_index,
+            )
+            self._shared_target = cached = (segment, lock, target)
+        return cached[2]
+
     def _sync_and_publish(self, segment: OpenSegment, seen: int, end: CommitState) -> None:
         """Steps 6 and 7 of 6.8: the sync holding no lock, then the publication under the append lock."""
         if _accel.shared_publish is not None:
             state = (end.commit_offset, end.next_index, end.last_asqn, end.last_timestamp_us)
-            arguments = (self._lock_fd, self._lock_path, self._lock_identity, segment.log, segment.header.base_index)
-            if _accel.shared_publish(self._buffer_fs, segment.fd, *arguments, seen, state) != _accel.PUBLISH_IN_PYTHON:
+            target = self._compiled_target(segment)
+            if _accel.shared_publish(self._buffer_fs, target, seen, state) != _accel.PUBLISH_IN_PYTHON:
                 return
         else:
             self._fs.fdatasync(segment.fd)  # step 6: no lock held

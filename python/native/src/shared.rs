@@ -464,68 +464,65 @@ fn through<R: Send>(
     }
 }
 
-/// A `Target` from the arguments Python gives.
-#[allow(clippy::too_many_arguments)]
-fn target(
-    segment_fd: i32,
-    lock_fd: i32,
-    lock_path: String,
-    lock_identity: (u64, u64),
-    successor_path: String,
-    log: u32,
-    base_index: u64,
-) -> Target {
-    Target { segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index }
+/// Where a sharing writer's batches go, made once for each segment it appends to: the arguments
+/// `shared_write` and `shared_publish` share.
+#[pyclass(frozen, module = "openbinlog._native")]
+pub(crate) struct SharedTarget(Target);
+
+#[pymethods]
+impl SharedTarget {
+    #[new]
+    #[pyo3(signature = (segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        segment_fd: i32,
+        lock_fd: i32,
+        lock_path: String,
+        lock_identity: (u64, u64),
+        successor_path: String,
+        log: u32,
+        base_index: u64,
+    ) -> Self {
+        Self(Target { segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index })
+    }
 }
 
 /// Steps 1 to 5 of spec 6.8 for `payloads` (`(payload, asqn)` pairs): None, having written nothing,
 /// unless the plain case holds; otherwise `Written`. `fs`: None for the files
 /// themselves, else the writer's file system object, called for every operation.
 #[pyfunction]
-#[pyo3(signature = (fs, segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index, capacity, size_limit, zero_probe, payloads, now_us))]
+#[pyo3(signature = (fs, target, capacity, size_limit, zero_probe, payloads, now_us))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn shared_write(
     py: Python<'_>,
     fs: Option<Bound<'_, PyAny>>,
-    segment_fd: i32,
-    lock_fd: i32,
-    lock_path: String,
-    lock_identity: (u64, u64),
-    successor_path: String,
-    log: u32,
-    base_index: u64,
+    target: &SharedTarget,
     capacity: u64,
     size_limit: Option<u64>,
     zero_probe: bool,
     payloads: Vec<(Vec<u8>, i64)>,
     now_us: i64,
 ) -> PyResult<Option<Written>> {
-    let target = target(segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index);
+    let target = &target.0;
     let batch = Batch { payloads, now_us, capacity, size_limit, zero_probe };
-    through(py, fs, &target, |ops| write_batch(ops, &target, &batch))
+    through(py, fs, target, |ops| write_batch(ops, target, &batch))
 }
 
 /// Steps 6 and 7 of spec 6.8 after `shared_write`, for `end` (commit offset, next index, last asqn, last
 /// timestamp): 0 published in the next generation, 2 covered already by another writer's publication, 3
 /// published two generations on (W-44); 1 when the Python code must publish.
 #[pyfunction]
-#[pyo3(signature = (fs, segment_fd, lock_fd, lock_path, lock_identity, log, base_index, seen, end))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (fs, target, seen, end))]
 pub(crate) fn shared_publish(
     py: Python<'_>,
     fs: Option<Bound<'_, PyAny>>,
-    segment_fd: i32,
-    lock_fd: i32,
-    lock_path: String,
-    lock_identity: (u64, u64),
-    log: u32,
-    base_index: u64,
+    target: &SharedTarget,
     seen: u64,
     end: (u64, u64, i64, i64),
 ) -> PyResult<u8> {
-    let target = target(segment_fd, lock_fd, lock_path, lock_identity, String::new(), log, base_index);
+    let target = &target.0;
     let end = TailEnd { offset: end.0, next_index: end.1, last_asqn: end.2, last_timestamp_us: end.3 };
-    through(py, fs, &target, |ops| publish(ops, &target, seen, end))
+    through(py, fs, target, |ops| publish(ops, target, seen, end))
 }
 
 /// Bytes held in memory, for `tail_end`.
