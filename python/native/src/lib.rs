@@ -431,7 +431,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<buffer::RecordBuffer>()?;
     module.add_class::<buffer::Appender>()?;
     module.add("PUBLISH_IN_PYTHON", shared::PUBLISH_IN_PYTHON)?;
-    module.add_class::<shared::SharedTarget>()?;
+    module.add_class::<shared::Target>()?;
     module.add_function(wrap_pyfunction!(shared::shared_write, module)?)?;
     module.add_function(wrap_pyfunction!(shared::shared_publish, module)?)?;
     module.add_function(wrap_pyfunction!(shared::tail_end, module)?)?;

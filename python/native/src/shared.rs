@@ -163,8 +163,10 @@ trait Ops {
     fn fdatasync(&self) -> PyResult<()>;
 }
 
-/// Where the batch goes: the segment, the lock and the names the steps check.
-struct Target {
+/// Where the batch goes: the segment, the lock and the names the steps check. Made once for each segment a
+/// sharing writer appends to (Python's `SharedTarget`), the argument `shared_write` and `shared_publish` share.
+#[pyclass(frozen, name = "SharedTarget", module = "openbinlog._native")]
+pub(crate) struct Target {
     segment_fd: i32,
     lock_fd: i32,
     lock_path: String,
@@ -464,13 +466,8 @@ fn through<R: Send>(
     }
 }
 
-/// Where a sharing writer's batches go, made once for each segment it appends to: the arguments
-/// `shared_write` and `shared_publish` share.
-#[pyclass(frozen, module = "openbinlog._native")]
-pub(crate) struct SharedTarget(Target);
-
 #[pymethods]
-impl SharedTarget {
+impl Target {
     #[new]
     #[pyo3(signature = (segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index))]
     #[allow(clippy::too_many_arguments)]
@@ -483,7 +480,7 @@ impl SharedTarget {
         log: u32,
         base_index: u64,
     ) -> Self {
-        Self(Target { segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index })
+        Self { segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index }
     }
 }
 
@@ -496,14 +493,13 @@ impl SharedTarget {
 pub(crate) fn shared_write(
     py: Python<'_>,
     fs: Option<Bound<'_, PyAny>>,
-    target: &SharedTarget,
+    target: &Target,
     capacity: u64,
     size_limit: Option<u64>,
     zero_probe: bool,
     payloads: Vec<(Vec<u8>, i64)>,
     now_us: i64,
 ) -> PyResult<Option<Written>> {
-    let target = &target.0;
     let batch = Batch { payloads, now_us, capacity, size_limit, zero_probe };
     through(py, fs, target, |ops| write_batch(ops, target, &batch))
 }
@@ -516,11 +512,10 @@ pub(crate) fn shared_write(
 pub(crate) fn shared_publish(
     py: Python<'_>,
     fs: Option<Bound<'_, PyAny>>,
-    target: &SharedTarget,
+    target: &Target,
     seen: u64,
     end: (u64, u64, i64, i64),
 ) -> PyResult<u8> {
-    let target = &target.0;
     let end = TailEnd { offset: end.0, next_index: end.1, last_asqn: end.2, last_timestamp_us: end.3 };
     through(py, fs, target, |ops| publish(ops, target, seen, end))
 }
