@@ -38,6 +38,7 @@ from pyspark.sql.types import DateType, IntegerType, LongType, StringType, Struc
 from openbinlog._format import LOCK_NAME, SEGMENT_NAME, index_name
 from openbinlog.errors import BinlogIOError, NotALogError
 
+from .conditions import SparkCondition
 from .options import OptionError, ReadOptions
 from .storage import COMPRESSIONS, Storage, is_local
 
@@ -48,30 +49,21 @@ _DATE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _INT = re.compile(r"\A-?[0-9]+\Z")
 
 
-PATH_NOT_FOUND = "PATH_NOT_FOUND"
-PATH_NOT_FOUND_SQLSTATE = "42K03"
-
-
-class PathNotFoundError(NotALogError, AnalysisException):
+class PathNotFoundError(NotALogError, SparkCondition, AnalysisException):
     """A load path that does not exist: Spark's ``PATH_NOT_FOUND`` (SQLSTATE 42K03), the error Spark's file
     sources raise, and the ``NotALogError`` (``io_error``) of the reference reader.
 
     Raised in the planner, it reaches the user inside Spark's
-    ``PYTHON_DATA_SOURCE_ERROR``: a Python data source cannot hand Spark an
-    error condition of its own (PySpark 4.3 passes its planner's errors on as
-    text), so the message carries ``[PATH_NOT_FOUND] Path does not exist``.
+    ``PYTHON_DATA_SOURCE_ERROR``, its message ``[PATH_NOT_FOUND] Path does not exist`` (``conditions``).
     """
+
+    CONDITION = "PATH_NOT_FOUND"
+    SQLSTATE = "42K03"
+    TEXT = "Path does not exist: {path}."
 
     def __init__(self, path: str) -> None:
         NotALogError.__init__(self, "Path does not exist", path=path)
-        self._errorClass = PATH_NOT_FOUND
-        self._messageParameters = {"path": path}
-        # Spark's message, then the error class as openbinlog renders it (what callers parse: [io_error]).
-        self._message = f"Path does not exist: {path}. SQLSTATE: {PATH_NOT_FOUND_SQLSTATE} [{self.error_class}]"
-        self.args = (str(self),)
-
-    def getSqlState(self) -> str:
-        return PATH_NOT_FOUND_SQLSTATE
+        self._as_condition(self.error_class, path=path)
 
 
 @dataclass(frozen=True, slots=True)
