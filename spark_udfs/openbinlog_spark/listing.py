@@ -11,10 +11,13 @@ Beside each segment the listing notes its sparse index ``NNNNNNNN.idx``
 (spec 18) when the same directory holds one, whatever the file options
 select: an index is only ever a hint, checked before any use.
 
-A load path is read as Hadoop's globber reads it: a backslash escapes the
-character after it (``glob\\[1\\]`` is the directory ``glob[1]``). A load path
-that does not exist, or a glob that matches nothing, is Spark's
-``PATH_NOT_FOUND`` (``PathNotFoundError``), as for Spark's own file sources.
+A load path is read as Hadoop's globber reads it (``globs``): braces
+``{a,b}``, nested or holding a ``/``, beside ``*``, ``?`` and ``[...]``, and a
+backslash escaping the character after it (``glob\\[1\\]`` is the directory
+``glob[1]``); ``pathGlobFilter`` as Hadoop's ``GlobFilter`` reads it, on
+file names. A load path that does not exist, or a glob that matches nothing,
+is Spark's ``PATH_NOT_FOUND`` (``PathNotFoundError``), as for Spark's own file
+sources.
 
 ``basePath``, as in Spark's file sources, is taken literally (never a glob)
 and must be a directory that exists and is every load path or above it; any
@@ -23,7 +26,6 @@ other is refused (``OptionError``), never read without partition columns.
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 from collections.abc import Iterable
@@ -38,40 +40,32 @@ from pyspark.sql.types import DateType, IntegerType, LongType, StringType, Struc
 from openbinlog._format import LOCK_NAME, SEGMENT_NAME, index_name
 from openbinlog.errors import BinlogIOError, NotALogError
 
+from .conditions import SparkCondition
+from .globs import GlobError, glob, glob_pattern, load_pattern
 from .options import OptionError, ReadOptions
 from .storage import COMPRESSIONS, Storage, is_local
 
 # ASCII digits, anchored at both ends: \d takes any Unicode digit and $ a name or value ending in a newline (R-1).
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_WILDCARDS = "*?[{"
 _DATE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _INT = re.compile(r"\A-?[0-9]+\Z")
 
 
-PATH_NOT_FOUND = "PATH_NOT_FOUND"
-PATH_NOT_FOUND_SQLSTATE = "42K03"
-
-
-class PathNotFoundError(NotALogError, AnalysisException):
+class PathNotFoundError(NotALogError, SparkCondition, AnalysisException):
     """A load path that does not exist: Spark's ``PATH_NOT_FOUND`` (SQLSTATE 42K03), the error Spark's file
     sources raise, and the ``NotALogError`` (``io_error``) of the reference reader.
 
     Raised in the planner, it reaches the user inside Spark's
-    ``PYTHON_DATA_SOURCE_ERROR``: a Python data source cannot hand Spark an
-    error condition of its own (PySpark 4.3 passes its planner's errors on as
-    text), so the message carries ``[PATH_NOT_FOUND] Path does not exist``.
+    ``PYTHON_DATA_SOURCE_ERROR``, its message ``[PATH_NOT_FOUND] Path does not exist`` (``conditions``).
     """
+
+    CONDITION = "PATH_NOT_FOUND"
+    SQLSTATE = "42K03"
+    TEXT = "Path does not exist: {path}."
 
     def __init__(self, path: str) -> None:
         NotALogError.__init__(self, "Path does not exist", path=path)
-        self._errorClass = PATH_NOT_FOUND
-        self._messageParameters = {"path": path}
-        # Spark's message, then the error class as openbinlog renders it (what callers parse: [io_error]).
-        self._message = f"Path does not exist: {path}. SQLSTATE: {PATH_NOT_FOUND_SQLSTATE} [{self.error_class}]"
-        self.args = (str(self),)
-
-    def getSqlState(self) -> str:
-        return PATH_NOT_FOUND_SQLSTATE
+        self._as_condition(self.error_class, path=path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,37 +80,6 @@ class SegmentFile:
     partitions: tuple[tuple[str, str | None], ...]
     index_url: str | None = None  # the segment's sparse index, when its directory lists one
     index_size: int = 0
-
-
-def _brace_expand(pattern: str) -> list[str]:
-    """Hadoop glob braces ``{a,b}``, which fnmatch lacks."""
-    match = re.search(r"\{([^{}]*)\}", pattern)
-    if match is None:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    return [expanded for choice in match[1].split(",") for expanded in _brace_expand(head + choice + tail)]
-
-
-def load_pattern(path: str) -> tuple[str, bool]:
-    """A load path as Hadoop's globber reads it, a backslash escaping the character after it: fsspec's glob for it
-    (where ``[c]`` escapes ``c``) and True, or, with no wildcard left unescaped, the path it names and False."""
-    glob: list[str] = []
-    literal: list[str] = []
-    wildcard = False
-    chars = iter(path)
-    for char in chars:
-        if char == "\\":
-            escaped = next(chars, "")
-            if not (escaped.isascii() and escaped and not escaped.isalnum()):
-                # Hadoop makes a regular expression of it: \d a digit, \o and a last \ its "Illegal file pattern".
-                raise NotALogError("not a glob: a backslash escapes only ASCII punctuation or a space", path=path)
-            glob.append(f"[{escaped}]" if escaped in "*?[" else escaped)
-            literal.append(escaped)
-        else:
-            wildcard = wildcard or char in _WILDCARDS
-            glob.append(char)
-            literal.append(char)
-    return ("".join(glob), True) if wildcard else ("".join(literal), False)
 
 
 def _base_path(storage: Storage, options: ReadOptions) -> tuple[Any, str] | None:
@@ -185,18 +148,31 @@ def _siblings(fs: Any, directory: str, cache: dict[str, dict[str, Any]]) -> dict
     return cache[directory]
 
 
+def _name_filter(given: str | None) -> re.Pattern[str] | None:
+    """``pathGlobFilter`` as Spark reads it, Hadoop's ``GlobFilter``: the pattern a whole file name must match."""
+    if not given:
+        return None
+    try:
+        return glob_pattern(given)[0]
+    except GlobError as error:
+        raise OptionError(f"option pathGlobFilter: '{given}' is not a glob: {error}") from None
+
+
 def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFile]:
     """Every segment file the load paths and the file options select, with the index beside each if any."""
     if not options.paths:
         raise NotALogError("no path given: use load(path) or load([path, ...])")
-    patterns = _brace_expand(options.path_glob_filter) if options.path_glob_filter else None
+    name_filter = _name_filter(options.path_glob_filter)
     found: dict[str, SegmentFile] = {}
     listed: dict[str, dict[str, Any]] = {}  # directories listed for segments given by their own path
     base_path = _base_path(storage, options)
     for given in options.paths:
         fs, path = storage.filesystem(given)
-        pattern, wildcard = load_pattern(path)
-        matches = sorted(fs.glob(pattern)) if wildcard else [pattern]
+        try:
+            pattern, wildcard = load_pattern(path)
+            matches = glob(fs, path, local=is_local(given)) if wildcard else [pattern]
+        except GlobError as error:
+            raise NotALogError(f"not a glob: {error}", path=given) from None
         if not matches and not options.ignore_missing:
             raise PathNotFoundError(given)
         for match in matches:
@@ -234,7 +210,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                 if file_info.get("type") == "directory":
                     # A segment that cannot be read is an I/O error, never a gap (spec R-20).
                     raise BinlogIOError("segment is not a regular file", path=file_path)
-                if patterns is not None and not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+                if name_filter is not None and not name_filter.fullmatch(name):
                     continue
                 modified = _modified(file_info)
                 if options.modified_before is not None and (modified is None or modified >= options.modified_before):

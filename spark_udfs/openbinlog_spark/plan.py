@@ -189,10 +189,6 @@ def settle_end(storage: Storage, facts: SegmentFacts, successor: SegmentFacts | 
         facts.segment_end = segment_end(source, header, following)
 
 
-def _issue(error: BinlogError, file: str, *, file_level: bool, skipped: int, values: dict[str, Any]) -> IssueItem:
-    return IssueItem(Damage.from_error(error, bytes_skipped=skipped, next_index=None), file, file_level, values)
-
-
 def _whole(facts: SegmentFacts, values: dict[str, Any]) -> RangeItem:
     """The segment's committed bytes as one range; ``cut`` may split it."""
     header = facts.version2
@@ -295,10 +291,13 @@ def _with_chain(item: Item, check: ChainCheck) -> Item:
 
 
 def _file_issue(facts: SegmentFacts, values: Callable[[SegmentFile], dict[str, Any]]) -> IssueItem:
-    """A segment that cannot be read at all: its header error, with the whole file as skipped."""
+    """A segment that cannot be read at all: its header error, with 0 bytes skipped, as the reference's verify and
+    the JVM source report it. No walk steps over a damaged header (spec readers 10.4), so no bytes of the segment
+    were skipped by one, and of a compressed segment no more than its first 257 unpacked bytes are known (R-43):
+    its file size counts packed bytes, never segment offsets."""
     assert facts.error is not None
-    skipped = facts.file.size if facts.file_size in (0, UNKNOWN_SIZE) else facts.file_size
-    return _issue(facts.error, facts.file.url, file_level=True, skipped=skipped, values=values(facts.file))
+    damage = Damage.from_error(facts.error, bytes_skipped=0, next_index=None)
+    return IssueItem(damage, facts.file.url, True, values(facts.file))
 
 
 def plan_read(

@@ -35,6 +35,8 @@ from openbinlog._segment_file import open_following, segment_names
 from openbinlog.compressed import CompressedSegment, UnpackError
 from openbinlog.errors import BinlogIOError, NotALogError
 
+from .conditions import SparkCondition
+
 COMPRESSIONS = {"gz": "gzip", "zst": "zstd"}
 DEFAULT_MAX_DECOMPRESSED = 16 << 30
 HEAD_BYTES = 4096  # the first bytes of a remote file, fetched once
@@ -53,6 +55,24 @@ CorruptFileError = UnpackError
 
 class MissingFileError(BinlogIOError):
     """A file that was listed but is gone when it is read."""
+
+
+class FileNotExistError(MissingFileError, SparkCondition):
+    """A file the plan listed that is gone when a task opens it: Spark's ``FAILED_READ_FILE.FILE_NOT_EXIST``
+    (SQLSTATE KD001) naming it, as Spark's file sources (``FileScanRDD``) and the JVM source raise it, and an
+    ``io_error`` (``conditions``)."""
+
+    CONDITION = "FAILED_READ_FILE.FILE_NOT_EXIST"
+    SQLSTATE = "KD001"
+    TEXT = (
+        "Encountered error while reading file {path}. File does not exist. It is possible the underlying files have"
+        " been updated. You can explicitly invalidate the cache in Spark by running 'REFRESH TABLE tableName' command"
+        " in SQL or by recreating the Dataset/DataFrame involved."
+    )
+
+    def __init__(self, path: str) -> None:
+        MissingFileError.__init__(self, "File does not exist", path=path)
+        self._as_condition(self.error_class, path=path)
 
 
 def _file_url(url: str) -> bool:
@@ -194,7 +214,13 @@ class Storage:
     ) -> SegmentSource:
         """A segment planning listed, opened when a task reads it: the file planned, or, where compression has
         replaced a plain file since (spec 2.6), its compressed copy, found as the reference reader finds it.
-        ``MissingFileError`` when no name of the segment is left."""
+        ``FileNotExistError`` naming the planned file when no name of the segment is left."""
+        try:
+            return self._open_planned(url, compression, max_decompressed)
+        except MissingFileError:
+            raise FileNotExistError(url) from None  # the open's own "file not found" would say it twice
+
+    def _open_planned(self, url: str, compression: str | None, max_decompressed: int) -> SegmentSource:
         if compression is not None:
             return self.open(url, compression, max_decompressed=max_decompressed)
         fs = None if is_local(url) else self.filesystem(url)[0]

@@ -31,7 +31,8 @@ from openbinlog.errors import NotALogError, UnsupportedVersionError
 from openbinlog.walk import Boundary, is_last, next_segment
 
 from .execute import ItemReader
-from .listing import list_segment_files, load_pattern
+from .globs import GlobError, load_pattern
+from .listing import list_segment_files
 from .options import ReadOptions
 from .plan import BinlogPartition, IssueItem, Item, RangeItem, SegmentFacts, read_facts, settle_end
 from .storage import Storage, is_local
@@ -84,7 +85,10 @@ class LogView:
 
     def __init__(self, storage: Storage, options: ReadOptions, directory: str) -> None:
         fs, path = storage.filesystem(directory)
-        path, wildcard = load_pattern(path)
+        try:
+            path, wildcard = load_pattern(path)
+        except GlobError as error:
+            raise NotALogError(f"not a glob: {error}", path=directory) from None
         if wildcard:  # its logs would be listed and none of them followed: no rows, and no error
             raise NotALogError("a stream follows one log directory, not a glob", path=directory)
         listing = list_segment_files(storage, dataclasses.replace(options, paths=(directory,), recursive=True))

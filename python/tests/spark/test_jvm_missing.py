@@ -157,18 +157,6 @@ def test_the_python_source_reads_a_log_short_of_its_first_or_last_segment_as_the
     assert len(rows[JVM]) == 20
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("removed", sorted(SEGMENTS))
-def test_a_segment_removed_after_planning_fails_the_query_naming_it(
-    spark: SparkSession, tmp_path: Path, mode: str, removed: str
-) -> None:
-    log = _log(tmp_path / "log")
-    segment = log / f"{SEGMENTS[removed]:08d}.dat"
-    frame = _reader(spark, JVM, mode, False).load(str(log))
-    with pytest.raises(Exception, match=rf"{NOT_FOUND}.*{re.escape(str(segment))}"):
-        _after_planning(frame, segment.unlink)
-
-
 @pytest.mark.parametrize("ignore", [True, False])
 @pytest.mark.parametrize("removed", ["middle", "last"])
 def test_a_segment_its_task_read_before_it_was_removed_is_neither_a_hole_nor_a_silent_end(

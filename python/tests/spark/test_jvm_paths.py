@@ -11,6 +11,7 @@ columns must return the rows Spark's evaluation keeps, and prune whole logs.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from collections.abc import Iterator
 from datetime import date
@@ -22,6 +23,8 @@ from logtools import segment
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
 from test_spark_semantics import build_log, damaged_log
+
+from openbinlog_spark.globs import expand_braces
 
 Layout = tuple[list[str], dict[str, str]]  # load paths, options
 
@@ -446,3 +449,79 @@ def test_a_backslash_hadoop_takes_for_a_regular_expression_is_refused(
     build_log(tmp_path / below, records=5)
     with pytest.raises(Exception, match=r"not a glob: a backslash escapes only ASCII punctuation or a space"):
         spark.read.format("binlog").load(str(tmp_path / below))
+
+
+@pytest.fixture(scope="module")
+def apps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Logs whose directory names braces pick among: ``lit{b}`` and ``a,b`` hold a brace and a comma themselves."""
+    root = tmp_path_factory.mktemp("apps")
+    for below in ("app1", "app2", "app3", "lit{b}", "a,b", "other/x", "other/y"):
+        build_log(root / below, records=12, cut_every=5)
+    return root
+
+
+# A load path below the fixture, and the logs it names.
+BRACE_GLOBS = {
+    "{app1,app2}": {"app1", "app2"},
+    "app{1,{2,3}}": {"app1", "app2", "app3"},  # nested
+    "{app*,lit?b?}": {"app1", "app2", "app3", "lit{b}"},  # with * and ?
+    "{app[13],other/?}": {"app1", "app3", "other/x", "other/y"},  # with [...], and a group that holds a '/'
+    "other/{x,y}": {"other/x", "other/y"},
+    "{other/x,app2}": {"other/x", "app2"},
+    "{lit\\{b\\},app3}": {"lit{b}", "app3"},  # an escaped brace inside a group
+    "lit\\{b\\}": {"lit{b}"},  # escaped braces alone: a name
+    "{a\\,b,app1}": {"a,b", "app1"},  # an escaped comma
+}
+
+
+# The examples of Hadoop's GlobExpander: a pattern, and the patterns its groups that hold a '/' expand to.
+HADOOP_EXPANSIONS = {
+    "{a/b}": ["a/b"],
+    "/}{a/b}": ["/}a/b"],
+    "p{a/b,c/d}s": ["pa/bs", "pc/ds"],
+    "{a/b,c/d,{e,f}}": ["a/b", "c/d", "{e,f}"],
+    "{a/b,c/d}{e,f}": ["a/b{e,f}", "c/d{e,f}"],
+    "{a,b}/{b,{c/d,e/f}}": ["{a,b}/b", "{a,b}/c/d", "{a,b}/e/f"],
+    "{a,b}/{c/\\d}": ["{a,b}/c/d"],
+}
+
+
+@pytest.mark.parametrize("pattern", sorted(HADOOP_EXPANSIONS))
+def test_brace_groups_holding_a_slash_expand_as_hadoops_glob_expander(pattern: str) -> None:
+    assert expand_braces(pattern) == HADOOP_EXPANSIONS[pattern]
+
+
+@pytest.mark.parametrize("below", sorted(BRACE_GLOBS))
+def test_braces_in_a_load_path_list_the_logs_spark_lists_in_both_sources(
+    spark: SparkSession, apps: Path, below: str
+) -> None:
+    """Hadoop's glob braces: the Python source read ``{app1,app2}`` as a directory so named (PATH_NOT_FOUND), and
+    the JVM source failed on a group holding a '/'. Both now read the logs Spark's own file sources list."""
+    path = str(apps / below)
+    rows = _same(spark, [path])
+    assert {posixpath.relpath(file.rsplit("/", 1)[0], apps) for file in _files(rows)} == BRACE_GLOBS[below]
+    listed = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(path).select("path")
+    assert {row.path.replace("file:", "", 1) for row in listed.collect()} == _files(rows)
+
+
+@pytest.mark.parametrize(("pattern", "logs"), [("0000000[^1].dat", {2, 3}), ("0000000[!2].dat", {1, 3})])
+def test_path_glob_filter_reads_a_negated_set_as_hadoop_does_in_both_sources(
+    spark: SparkSession, tmp_path: Path, pattern: str, logs: set[int]
+) -> None:
+    """Hadoop's ``[^1]`` is any character but 1, which the Python source matched as a set of '^' and '1'."""
+    build_log(tmp_path / "log", records=30, cut_every=10)
+    rows = _same(spark, [str(tmp_path / "log")], {"pathGlobFilter": pattern})
+    assert {row[0] for row in rows if row[1] is not None} == logs  # (segment 2 left out: a chain_broken row too)
+    listed = spark.read.format("binaryFile").option("pathGlobFilter", pattern).load(str(tmp_path / "log"))
+    segments = {file for file in _files(rows) if file.endswith(".dat")}
+    assert {row.path.replace("file:", "", 1) for row in listed.select("path").collect()} == segments
+
+
+def test_a_path_glob_filter_that_is_not_a_glob_is_refused_at_load_by_the_python_source(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """As the JVM source refuses it (test_options_that_clash_with_the_layout_are_refused_at_load): the Python
+    source read ``[z-a]*`` as a pattern that matched nothing."""
+    build_log(tmp_path / "log", records=5)
+    with pytest.raises(AnalysisException, match=re.escape("option pathGlobFilter: '[z-a]*' is not a glob: ")):
+        spark.read.format("binlog").option("pathGlobFilter", "[z-a]*").load(str(tmp_path / "log"))

@@ -176,6 +176,46 @@ def test_damage_in_a_compressed_segment_is_a_row_with_its_unpacked_bytes(
     assert rows[FORMAT] == rows["binlog"]
 
 
+def _header_byte_flipped(plain: bytes) -> bytes:
+    return plain[:70] + bytes([plain[70] ^ 0xFF]) + plain[71:]
+
+
+# How segment 2 of three is damaged: its header (a byte of it flipped, then packed or not), or its archive.
+HEADER_DAMAGE = {
+    "plain_header_byte_flipped": ("", _header_byte_flipped),
+    "gz_header_byte_flipped": ("gz", lambda plain: gzip.compress(_header_byte_flipped(plain))),
+    "zst_header_byte_flipped": ("zst", lambda plain: zstandard.ZstdCompressor().compress(_header_byte_flipped(plain))),
+    "gz_cut_in_its_header": ("gz", lambda plain: gzip.compress(plain)[:100]),
+    "gz_of_zeros": ("gz", lambda plain: bytes(200)),
+}
+
+
+@pytest.mark.spec("R-43")
+@pytest.mark.parametrize("damage", sorted(HEADER_DAMAGE))
+def test_a_damaged_segment_header_is_one_damage_row_of_0_bytes_skipped_in_both_sources(
+    spark: SparkSession, tmp_path: Path, damage: str
+) -> None:
+    """The Python source's row said the file's size was skipped: of a compressed segment, a count of packed bytes
+    beside an offset in unpacked ones, which R-43 forbids unpacking to know. No walk steps over a damaged header
+    (spec readers 10.4), so none of its bytes were skipped by one: 0, as the JVM source and the reference's verify
+    report it, and as long as the row's corrupt-record cell (empty)."""
+    log = build_log(tmp_path / "log", records=30, cut_every=10)
+    segment = log / "00000002.dat"
+    codec, damaged = HEADER_DAMAGE[damage]
+    segment.with_name(f"{segment.name}.{codec}".rstrip(".")).write_bytes(damaged(segment.read_bytes()))
+    if codec:
+        segment.unlink()
+    rows = {}
+    for name in ("binlog", FORMAT):
+        for split_bytes in ("1k", "64m"):
+            frame = spark.read.format(name).option("maxPartitionBytes", split_bytes).load(str(log))
+            rows[name, split_bytes] = collected(frame)[1]
+            cells = frame.where("_error is not null").select("_corrupt_record").collect()
+            assert [bytes(row[0]) for row in cells] == [b""], (name, split_bytes)
+    offset = 0 if damage.startswith("gz_") and not damage.endswith("flipped") else 92
+    assert set(map(tuple, rows.values())) == {(("bad_header", 2, offset, None, 0, None),)}
+
+
 def test_small_segments_are_packed_into_tasks_as_spark_packs_files(spark: SparkSession, tmp_path: Path) -> None:
     """Parts go to tasks as Spark packs split files: small segments share a task, maxPartitionNum caps the tasks,
     openCostInBytes and maxPartitionBytes set how much a task takes; every packing reads the same rows."""

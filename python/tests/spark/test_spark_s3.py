@@ -11,6 +11,7 @@ from binlog_frames import collected, log_of_logs, reference, split_options, stri
 from logtools import flip_bit, segment
 from moto_s3 import moto_server
 from pyspark.sql import DataFrameReader, SparkSession
+from test_jvm_paths import BRACE_GLOBS
 from test_spark_semantics import build_log
 
 s3fs = pytest.importorskip("s3fs")
@@ -112,3 +113,18 @@ def test_indexes_on_s3_are_read_and_cut_the_splits_of_a_log_of_logs(
     # inside payloads that hold valid records, and the walk reports it.
     assert results["indexed"] == (expected, [])
     assert "ambiguous_split" in {damage[0] for damage in results["bare"][1]}
+
+
+def test_brace_globs_on_s3_list_the_logs_they_list_on_disk(
+    spark: SparkSession, tmp_path: Path, endpoint: str, bucket: s3fs.S3FileSystem
+) -> None:
+    """The globs test_jvm_paths reads on disk as Spark lists them, on an object store: the Python source's glob
+    lists prefixes one path component at a time there too, the bucket never a glob."""
+    for below in {log for logs in BRACE_GLOBS.values() for log in logs}:
+        build_log(tmp_path / "apps" / below, records=12, cut_every=5)
+    bucket.put(str(tmp_path / "apps") + "/", f"{BUCKET}/apps/", recursive=True)
+    for below, logs in BRACE_GLOBS.items():
+        files = {row.file for row in _reader(spark, endpoint).load(f"s3://{BUCKET}/apps/{below}").collect()}
+        assert {file.rsplit("/", 1)[0] for file in files} == {f"s3://{BUCKET}/apps/{log}" for log in logs}, below
+    files = {row.file for row in _reader(spark, endpoint).load(f"s3://{BUCKET}/a?p{{s,x}}/app{{1,2}}").collect()}
+    assert {file.rsplit("/", 1)[0] for file in files} == {f"s3://{BUCKET}/apps/app1", f"s3://{BUCKET}/apps/app2"}

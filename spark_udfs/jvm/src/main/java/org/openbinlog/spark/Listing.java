@@ -19,6 +19,7 @@ import java.util.regex.PatternSyntaxException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.GlobExpander;
 import org.apache.hadoop.fs.GlobPattern;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
@@ -164,7 +165,15 @@ final class Listing {
             List<FileStatus> found = new ArrayList<>();
             if (GLOB_MAGIC.matcher(given).find()) {
                 if (Storages.local(given)) {
-                    found.addAll(localGlob(fs, Storages.localPath(given).toAbsolutePath().normalize(), given));
+                    // As Hadoop's globber: braces that hold a '/' first, then each pattern one component at a time.
+                    for (String flat : GlobExpander.expand(given)) {
+                        for (FileStatus match : localGlob(fs, Storages.localPath(flat).toAbsolutePath().normalize(),
+                                given)) {
+                            if (!found.contains(match)) {
+                                found.add(match);
+                            }
+                        }
+                    }
                 } else {
                     found.addAll(hadoopGlob(fs, path, given));
                 }
