@@ -7,8 +7,11 @@ come out. Bytes beyond a segment end (a torn tail) are never read, so they
 are never damage.
 
 A segment header that fails its checks ends the walk of its log (spec readers
-10.4): the walk of a range checks its successor's header again where END
-does, and reports it there; ``ignoreCorruptFiles`` drops that row.
+10.4), also when it fails only since planning: a range first checks the
+headers of the segments planned up to its own again, and reads nothing above
+one that fails; its walk checks its successor's where END does. Each failing
+header is reported once, by the range ``RangeItem.reports_from`` names, or
+by the walk that meets it at END; ``ignoreCorruptFiles`` drops that row.
 
 Each range logs, to ``openbinlog_spark.reads`` at INFO, the bytes its source
 read and the records it walked (Spark's Python worker logs collect the line
@@ -20,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -35,7 +39,7 @@ from .columns import BatchBuilder
 from .directory import PlannedDirectory
 from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
-from .plan import HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
+from .plan import HEADER_READERS, HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
 from .storage import CorruptFileError, MissingFileError, Storage
 from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
@@ -97,6 +101,18 @@ class ItemReader:
     def _range(self, item: RangeItem) -> Iterator[pa.RecordBatch]:
         options = self.options
         listed = [segment.log for segment in item.segments]
+        reached = [segment for segment in item.segments if segment.log <= item.file.log]
+        unread = [segment for segment in reached if segment.url not in self._failures]
+        if len(unread) > 1:  # many headers of a long log: read side by side, as planning reads them
+            with ThreadPoolExecutor(HEADER_READERS) as pool:
+                list(pool.map(lambda segment: self._failure(segment, listed), unread))
+        for segment in reached:
+            failure = self._failure(segment, listed)
+            if failure is not None:  # the walk ends at that header, below this range or at its segment's own
+                if item.reports_from is not None and segment.log >= item.reports_from:
+                    damage = Damage.from_error(failure, bytes_skipped=0, next_index=None)
+                    yield from self._header_failed(damage, segment.url, item.partition_values)
+                return
         successor = next((segment for segment in item.segments if segment.log == item.file.log + 1), None)
         try:
             opened = self.storage.open_planned(

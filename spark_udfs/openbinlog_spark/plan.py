@@ -12,7 +12,10 @@ A segment header that fails its checks ends the log's walk (spec readers
 10.4, NEXT of 10.2.2): nothing above it is planned. Where the segment below
 it is read, its END checks that header first (protocols 8.4 step 1), so its
 walk reports it, at its commit point or at its first damage, and it is read
-in one piece to stop there; otherwise an ``IssueItem`` reports it.
+in one piece to stop there; otherwise an ``IssueItem`` reports it. Each task
+reads the headers of the segments planned below its own again, and the
+successor's at END: a header that fails since planning ends the walk there
+as well (``RangeItem.segments``, ``reports_from``).
 
 A finished segment with a usable index is cut at checked entries, record
 boundaries a payload cannot fake; and when the source is given bounds of the
@@ -74,11 +77,15 @@ class RangeItem:
 
     ``segments``: the segments of the log the listing shows, lowest first,
     a blank last one included (one tuple shared by the log's ranges): the
-    task checks its successor's header again at END, since a header that
-    fails ends the walk (spec readers 10.4). ``whole``: read in one piece
-    and never narrowed, since the walk of the reference ends in it, at its
-    commit point or its first damage, where END meets its successor's
-    failing header.
+    task checks the headers of those up to its own again, and its
+    successor's at END, since a header that fails ends the walk (spec
+    readers 10.4). ``reports_from``: on the segment's first range only, the
+    lowest segment whose header, failing when the task checks it, this range
+    reports (up to its own segment); a header just above a segment whose
+    walk reaches its commit point is reported there, by END. ``whole``: read
+    in one piece and never narrowed, since the walk of the reference ends in
+    it, at its commit point or its first damage, where END meets its
+    successor's failing header.
     """
 
     file: SegmentFile
@@ -86,6 +93,7 @@ class RangeItem:
     partition_values: dict[str, Any]
     hole: HoleCheck | None = None  # the segment's first range only, where a hole is possible: one report per hole
     segments: tuple[SegmentFile, ...] = ()
+    reports_from: int | None = None
     whole: bool = False
 
     @property
@@ -363,7 +371,27 @@ def plan_read(
             narrowed(storage, item, bounds, options) if isinstance(item, RangeItem) and not item.whole else item
             for item in items
         ]
-    return cut(items, options, lambda item, wanted: indexed_cuts(storage, item, wanted, options))
+    return cut(with_reporters(items), options, lambda item, wanted: indexed_cuts(storage, item, wanted, options))
+
+
+def with_reporters(items: Sequence[Item]) -> list[Item]:
+    """The items, each segment's range told which failing headers it reports (``RangeItem.reports_from``).
+
+    A header failing when a task checks it is reported once, where the
+    reference's walk meets it: by END of the segment just below it, whose
+    range reaches its commit point; otherwise by the first range the plan
+    has above it, since no range is read in between.
+    """
+    lowest: dict[str, int] = {}  # of each log: the lowest segment the next range reports
+    chosen: list[Item] = []
+    for item in items:
+        if isinstance(item, RangeItem) and item.segments:
+            directory = item.file.directory
+            chosen.append(dataclasses.replace(item, reports_from=lowest.get(directory, item.segments[0].log)))
+            lowest[directory] = item.file.log + (2 if item.range.walks_over_commit else 1)
+        else:
+            chosen.append(item)
+    return chosen
 
 
 def _directory(storage: Storage, item: RangeItem, options: ReadOptions) -> PlannedDirectory:
@@ -411,7 +439,12 @@ def _piece(item: RangeItem, start: _Bound, stop: _Bound) -> RangeItem:
         start_asqn=whole.start_asqn if first else -1,  # a walk from an entry knows no previous asqn (A := -1)
         narrowed=whole.narrowed and last,
     )
-    return dataclasses.replace(item, range=span, hole=item.hole if first else None)
+    return dataclasses.replace(
+        item,
+        range=span,
+        hole=item.hole if first else None,
+        reports_from=item.reports_from if first else None,
+    )
 
 
 def task_count(total: int, options: ReadOptions) -> int:

@@ -117,6 +117,13 @@ class SegmentRange:
         """S' of spec 10.4: bytes beyond the segment end or the file are never read."""
         return min(self.end.offset, self.file_size)
 
+    @property
+    def walks_over_commit(self) -> bool:
+        """The range's walk reaches the commit point C, where END checks the successor's header (spec readers
+        10.2.2, WALK step 2.1)."""
+        commit = self.end.commit_offset
+        return self.start <= commit and (self.stop > commit or self.stop >= self.end.offset)
+
 
 @dataclass(slots=True)
 class RecordRun:
@@ -327,7 +334,8 @@ class RangeWalker:
     R-39, without the record damage that asked for END; it is reported by
     the range whose walk goes over C, as a ``DamagedRegion`` that
     ``ends_walk`` in either mode (the caller decides whether it is an error),
-    and the others end without a report.
+    and the others end without a report. A range that starts beyond C (the
+    tail of a finished segment) then reads nothing.
     """
 
     def __init__(
@@ -379,6 +387,9 @@ class RangeWalker:
             return
         start, index, asqn, split = planned
         commit = rng.end.commit_offset
+        if start > commit and self.successor_failure is not None and self.successor_failure() is not None:
+            self.position = start
+            return  # the walk of the segment ended at C, where END met the failing header
         walk = SegmentWalk(
             self.source,
             path=self.path,
