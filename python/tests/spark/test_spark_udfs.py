@@ -111,3 +111,18 @@ def test_a_damaged_segment_header_in_a_column_is_a_damage_row_of_0_bytes_skipped
     flat = [damage[2:] for damage in collected(explode_segments(files))[1]]
     source = [damage[2:] for damage in collected(spark.read.format("binlog").load(str(directory)))[1]]
     assert flat == source == [(92, None, 0, None)]
+
+
+def test_dropmalformed_explode_segments_gives_no_row_for_a_damaged_segment_header(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """DROPMALFORMED dropped the damage of records but not a damaged header's, which came out as a row of the record
+    schema with a null payload and index: a record that is not in the log."""
+    directory = build_log(tmp_path / "log", records=30, cut_every=10)
+    flip_bit(segment(directory, 2), 70)
+    files = spark.read.format("binaryFile").option("pathGlobFilter", "*.dat").load(str(directory))
+    rows = explode_segments(files, mode="DROPMALFORMED").collect()
+    assert [row for row in rows if row.payload is None] == []
+    assert sorted((row.log, row["index"]) for row in rows) == [
+        (log, index) for log in (1, 3) for index in range(10 * log - 9, 10 * log + 1)
+    ]
