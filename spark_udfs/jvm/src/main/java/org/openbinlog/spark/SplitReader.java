@@ -91,9 +91,9 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             BatchSink sink = new BatchSink(piece, storage, reader, before);
             try {
                 if (present(piece, storage, reader)) {
-                    reader.readPart(piece.part(), piece.first(), options.tolerant(), sink);
+                    reader.readPart(piece.part(), piece.first(), options.tolerant(), sink, piece.checked());
                 } else if (piece.first()) {
-                    reader.readAbsent(piece.part().log(), options.tolerant(), sink);
+                    reader.readAbsent(piece.part().log(), options.tolerant(), sink, piece.checked());
                 }
             } catch (BinlogException e) {
                 // NEXT's last check, after every row of the part: a successor gone since planning is its own parts'.
