@@ -556,12 +556,18 @@ final class Walk {
      * Whether READ-LOG reaches segment {@code log} as the directory is now: a header that fails its checks ends
      * the walk (readers §10.4), so a part of a segment above one changed so since planning reads nothing. The
      * failing header is raised once, as READ-LOG raises it: by the END or NEXT of the part at C or S of the segment
-     * below it, or, where none is below, by the first part of its own segment that is read ({@code opens}).
+     * below it, or, where none is below, by the first part of its own segment that is read ({@code opens}). A
+     * header below {@code log} that the plan checked, in a file unchanged since, is not read again: the plan's
+     * check holds for it ({@link CheckedHeaders} says why), so a part reads its own header and those of the
+     * segments below it that changed, not every one below it.
      */
     private boolean reached(int log, boolean opens) throws java.io.IOException {
         for (int k : view.presentSegments()) {
             if (k > log) {
                 return true;
+            }
+            if (k < log && view.unchanged(k)) {
+                continue;
             }
             try {
                 view.header(k);
