@@ -134,6 +134,9 @@ final class Walk {
         e = first;
         a = -1;
         walk(bs);
+        if (bt >= 0 && aPassesStop && a != -1) {
+            lookPast(bt, Part.TO_END, false); // LOOK(b(t)): the split that starts at b(t) knows no earlier asqn
+        }
     }
 
     /**
@@ -449,7 +452,7 @@ final class Walk {
             walk(o);
             if (bt >= 0) {
                 if (aPassesStop && a != -1) {
-                    lookPast(bt, part.readTo()); // the next part starts at b(stop) with A := -1
+                    lookPast(bt, part.readTo(), true); // the next part starts at b(stop) with A := -1
                 }
                 return; // the next part starts at b(stop)
             }
@@ -492,9 +495,11 @@ final class Walk {
      * damage on the way ends the look: the part that holds it reports it, and READ-LOG's A after it is -1 (RESYNC).
      * Reaching S, it makes the check of a carried A that the part at S makes ({@link #checkCarried}) with this
      * part's A, which the part at S, having met no asqn, does not hold; it reports nothing that NEXT reports. A
-     * plan narrowed by bounds reads the segment up to {@code readTo} only: the look ends there.
+     * plan narrowed by bounds reads the segment up to {@code readTo} only: the look ends there. This is LOOK(b(t))
+     * of readers §10.2.2 (R-27), which SPLIT makes too ({@link #split}); a split, which never calls NEXT, ends its
+     * look at S ({@code intoNext} false).
      */
-    private void lookPast(long o, long readTo) throws java.io.IOException {
+    private void lookPast(long o, long readTo, boolean intoNext) throws java.io.IOException {
         long from = o;
         long reach = from; // reads beyond b(stop) reach no further than twice what the look has walked, plus 4 KiB
         while (true) {
@@ -532,8 +537,8 @@ final class Walk {
             }
             o = check.end;
         }
-        if (endAtC) {
-            return; // END raises at C, where READ-LOG stops
+        if (endAtC || !intoNext) {
+            return; // END raises at C, where READ-LOG stops; a split ends at S (SPLIT step 5)
         }
         Walk probe = new Walk(view, tolerant, record -> {});
         probe.enter(n, h);
