@@ -930,7 +930,7 @@ def _split_returns_t_to_bt() -> None:
     ),
 )
 def _split_stops_at_t() -> None:
-    def _before_stop(self, entries):
+    def _before_stop(self, entries, held):
         kept = []
         for entry in entries:
             if entry.offset >= self.split.stop:
@@ -966,6 +966,21 @@ def _split_no_check_at_bt() -> None:
         "SegmentWalk._beyond_split",
         ("        if not self.tolerant:\n            raise error", "        if False:\n            raise error"),
     )
+
+
+@mutant(
+    "split_no_look",
+    "10.2.2 LOOK, R-27",
+    "a split that lands on b(t) holding an asqn, where the record there carries none, checks the first asqn after it",
+    "it checks only the record at b(t)",
+    pinned_by=(
+        "must.reader.split.look_stop_among_records_without_asqn",
+        "must.reader.split.look_stop_before_records_without_asqn",
+        "must.reader.split.look_stop_inside_record_before_records_without_asqn",
+    ),
+)
+def _split_no_look() -> None:
+    walk.SegmentWalk._look_past = lambda self, split, landed, held: None
 
 
 @mutant(

@@ -16,7 +16,8 @@ Where each rule of the walk lives:
 - tail walk (spec 4.3.2): ``tail_walk``
 - R-39 at the commit point: ``SegmentWalk`` (``_at_commit``), error built by ``slot_disagreement``
 - resynchronisation (spec 10.4): ``resync``
-- split start and stop (spec 10.5): ``find_boundary``, ``SegmentWalk`` (``Split``)
+- split start and stop (spec 10.5): ``find_boundary``, ``SegmentWalk`` (``Split``); the first asqn after a
+  split's stop (LOOK): ``asqn_past_stop``
 - chain (spec 8.6, Appendix B.4): ``next_segment``
 - the walk of a whole log (spec 10.2, 10.3, 10.6): ``LogWalk``
 - starting at an index or a time: ``seek_segment`` picks the segment, ``LogWalk.seek`` walks from it
@@ -585,11 +586,14 @@ def find_boundary(source: Source, start: int, bound: int, *, low: int, high: int
 class Split:
     """Where a split read ``[s, t)`` stops: it returns records before ``stop`` (t) and walks on,
     returning nothing, to ``walk_to``: the boundary found from t, where the next split starts
-    (b(t)), or S when there is none (spec 10.5). ``walk_to_index``: the index stored at b(t)."""
+    (b(t)), or S when there is none (spec 10.5). ``walk_to_index``: the index stored at b(t).
+    ``look_to``: where a read narrowed to a checked entry (index 18.5) ends: the look for the first
+    asqn after b(t) (LOOK) goes no further; None: up to S."""
 
     stop: int
     walk_to: int
     walk_to_index: int | None = None
+    look_to: int | None = None
 
 
 class SegmentWalk:
@@ -684,6 +688,7 @@ class SegmentWalk:
         while not self.over:
             # At b(t) a split reads the one record it checks there (spec 10.5), not a chunk of the next split's.
             landed = self.split is not None and self._decoder.offset >= self.split.walk_to
+            held = self._decoder.last_asqn  # A at the first record of the batch: _before_stop follows it to b(t)
             try:
                 entries, self._fed = next_entries(
                     self._decoder,
@@ -702,7 +707,10 @@ class SegmentWalk:
                 self._step_over(exc)
                 continue
             if self.split is not None:
-                entries = self._before_stop(entries)
+                entries = self._before_stop(entries, held)
+            if not entries and self._pending is not None:
+                error, self._pending = self._pending, None
+                raise error  # no record before it is left to return (R-9): an empty batch would end the read
             if entries or self.over:
                 return entries  # a split that landed on b(t) ends there: C beyond it is the next split's
             if not self._decoder.done:
@@ -792,14 +800,16 @@ class SegmentWalk:
             self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=split.walk_to_index))
         return True
 
-    def _before_stop(self, entries: list[Entry]) -> list[Entry]:
+    def _before_stop(self, entries: list[Entry], held: int) -> list[Entry]:
         """A split's records: those before t; then the walk must land on b(t) (spec 10.5).
 
         A walk that steps over b(t) instead (b(t) lies inside a record it
         walked) has met a boundary that is not one: ``ambiguous_split``.
         Records in [t, b(t)) are returned by a tolerant split only: they are
         valid records the next split does not start at, followed by damage
-        this split reports.
+        this split reports. ``held``: the previous asqn A at the first of
+        ``entries``; a walk that lands on b(t) holding one where the record
+        there carries none looks for the first asqn after it (LOOK).
         """
         split = self.split
         assert split is not None
@@ -810,13 +820,40 @@ class SegmentWalk:
                 self.over = True
                 if entry.offset != split.walk_to:
                     self._ambiguous(split)
+                elif entry.asqn == NO_ASQN and held != NO_ASQN:
+                    self._look_past(split, entry, held)
                 return kept
+            if entry.asqn != NO_ASQN:
+                held = entry.asqn
             if entry.offset < keep_before:
                 kept.append(entry)
         if self._decoder.offset > split.walk_to:
             self.over = True
             self._ambiguous(split)
         return kept
+
+    def _look_past(self, split: Split, landed: Entry, held: int) -> None:
+        """LOOK (spec 10.2.2, R-27): the walk landed on b(t), whose record carries no asqn, holding A =
+        ``held``. The split that starts at b(t) knows no earlier asqn (A := -1), nor do the splits after it
+        up to the first asqn: this split checks that asqn against its A, and reports it where it fails (a
+        tolerant split: a region of 0 bytes, resumed at that record, which the split holding it returns)."""
+        error = asqn_past_stop(
+            self.source,
+            log=self.log,
+            end=self.end,
+            offset=landed.offset,
+            next_index=landed.index,
+            last_asqn=held,
+            tolerant=self.tolerant,
+            look_to=split.look_to,
+        )
+        if error is None:
+            return
+        error.located(path=self.path)
+        if not self.tolerant:
+            self._pending = error  # after the records returned before it (R-9)
+            return
+        self.damage.append(Damage.from_error(error, bytes_skipped=0, next_index=error.index))
 
     def _ambiguous(self, split: Split) -> None:
         """The walk stepped over b(t) (R-40). Standing at C, it makes the check of R-39 first (spec 10.2.2,
@@ -868,6 +905,53 @@ class SegmentWalk:
         if self.split is not None or self.end.final:
             self.over = True
         self._restart(self.end.offset, expected, decoder.last_asqn)
+
+
+def asqn_past_stop(
+    source: Source,
+    *,
+    log: int,
+    end: SegmentEnd,
+    offset: int,
+    next_index: int,
+    last_asqn: int,
+    tolerant: bool = False,
+    look_to: int | None = None,
+) -> AsqnNotIncreasingError | None:
+    """LOOK(b(t)) of spec 10.2.2 (R-27): from the record at ``offset`` (b(t), which passed the split's check
+    there and carries no asqn) with the split's E (``next_index``, the index stored there) and A
+    (``last_asqn``, not -1), walk on in committed mode, returning nothing, over the records that carry no
+    asqn (and skippable ones, R-11) up to the first data record that carries one, and give the error of step
+    8 of format 4.3.1 where it fails there, or where a skippable record's asqn fails it on the way.
+
+    Any other damage ends the look without an error: the split that holds it reports it, and READ-LOG's A
+    after it is -1 (RESYNC). So do S and ``look_to`` (a narrowed read: a seek, not a verification). At C
+    the look makes the check of R-39 as the walk does: a strict look ends where it fails (READ-LOG reports
+    the disagreement first), a tolerant one goes on with the slot's next index. Reads grow with the bytes
+    walked (4 KiB first), and never reach beyond the first asqn, S or ``look_to``.
+    """
+    commit = end.commit_offset
+    stop = end.offset if look_to is None else min(end.offset, look_to)
+    decoder = RecordDecoder(log=log, offset=offset, next_index=next_index, last_asqn=last_asqn)
+    fed = offset
+    while decoder.offset < stop:
+        if decoder.offset == commit and decoder.offset != offset and decoder.next_index != end.commit_index:
+            if not tolerant:
+                return None  # R-39 fails here: the split that reaches C reports it
+            decoder.next_index = end.commit_index
+        decoder.limit = min(commit if decoder.offset < commit else end.offset, stop)
+        least = min(max(decoder.offset - offset, 4096), READ_CHUNK)
+        try:
+            entries, fed = next_entries(decoder, source, fed=fed, end=decoder.limit, most=1, least=least)
+        except AsqnNotIncreasingError as error:
+            return error
+        except (CorruptionError, UnsupportedFeatureError):
+            return None  # the split that holds it reports it; READ-LOG resynchronises after it, A := -1
+        if entries and entries[0].asqn != NO_ASQN:
+            return None  # the first asqn passes step 8: the split that holds it has READ-LOG's A from there on
+        if not entries and not decoder.done:
+            return None  # the file ends first: truncated, the split that holds it reports it
+    return None
 
 
 def split_range(

@@ -300,6 +300,19 @@ java_log_damages = st.lists(
     ),
     max_size=3,
 )
+# One-segment logs read in consecutive splits by the reference (test_splits.py): records as in java_log_items,
+# without cutovers, and the damage of java_log_damages that stays inside the segment's bytes.
+split_log_items = st.lists(
+    st.tuples(small_payloads, st.one_of(st.none(), st.integers(min_value=1, max_value=3))), max_size=16
+)
+split_log_damages = st.lists(
+    st.tuples(
+        st.sampled_from(("flip", "truncate", "zero", "index", "asqn", "asqn", "asqn", "length", "frame", "slot_asqn")),
+        st.integers(min_value=0, max_value=2**32 - 1),
+        st.integers(min_value=0, max_value=2**32 - 1),
+    ),
+    max_size=3,
+)
 # Damage around a compression: the damage above, one segment compressed (its codec by the value's parity), then up to
 # two kinds of damage to that copy, where a decoder and the walk must agree on what is left.
 java_compressed_damages = st.tuples(

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 import zstandard
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from logtools import read_entries
 from strategies import java_compressed_damages, java_log_damages, java_log_items
 
-from openbinlog import BinlogError, Entry, Writer
+from openbinlog import BinlogError, Entry, Writer, build_indexes
 from openbinlog._crc import masked_crc32c
 from openbinlog._format import SEGMENT_NAME
 from openbinlog._maintenance import CODECS, _compress_into
@@ -331,6 +331,41 @@ def test_a_read_in_parts_learns_the_asqn_carried_over_a_segment_without_one(java
         assert_same(ask(java, {"path": str(directory), "plan_bytes": 1}), whole)
 
 
+@pytest.mark.spec("R-27", "R-47")
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_read_in_parts_checks_the_first_asqn_after_parts_without_one(java: SessionTestee, indexed: bool) -> None:
+    """Record 1 carries asqn 2 (forged), records 2 to 201 none, record 202 asqn 1, which fails step 8 in one read.
+    The parts between record 1 and record 202 start with no earlier asqn and meet none, so the part that holds
+    record 1 checks the first asqn after its stop, whatever the size of the parts, cut at the checked entries of
+    an index or not; a read narrowed to rows before record 202 does not look at it (a seek, not a verification)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        items: list[Item] = [(b"a" * 30, 1), *[(b"b" * 30, None)] * 200, (b"c" * 30, 1), *[(b"d" * 30, None)] * 100]
+        records, _ = damaged_log(directory, [*items, None], [])
+        if indexed:
+            build_indexes(directory, interval=16)
+        damage(directory, records, [("asqn", 0, 5)])  # record 1's asqn 0 becomes 2
+        failed = {"class": "asqn_not_increasing", "log": 1, "offset": str(records[201].offset), "index": "202"}
+        for tolerant in (False, True):
+            whole = in_one_piece(read_log_tolerant(str(directory)) if tolerant else read_log(str(directory)))
+            if tolerant:
+                assert [{k: d[k] for k in failed} for d in whole["damage"]] == [failed]
+            else:
+                assert whole["error"] == failed
+            for step in (100, 1000, 4000):
+                answer = ask(java, {"path": str(directory), "tolerant": tolerant, "plan_bytes": step})
+                if tolerant:
+                    assert_same_but_for_split_boundaries(answer, whole)
+                else:
+                    assert answer["error"] == failed
+                    assert all(record in whole["records"] for record in answer["records"])
+        if indexed:
+            for tolerant in (False, True):
+                bounds = {"index_low": "20", "index_high": "60"}
+                answer = ask(java, {"path": str(directory), "tolerant": tolerant, "plan_bytes": 400, "bounds": bounds})
+                assert answer["error"] is None and not answer.get("damage")
+
+
 def slot_lie_misjudged(answer: Json, faults: Sequence[Fault]) -> bool:
     """The one error a read in parts gives where the whole walk gives another: ``ambiguous_split`` from the part
     that ends a segment, when the segment's slot understates the last asqn of its records (a forged slot, or a
@@ -372,6 +407,12 @@ def json_key(record: Json) -> tuple[int, int, str, str]:
 @pytest.mark.spec("R-9", "R-19", "R-27", "R-39")
 @EXAMPLES
 @given(java_log_items, java_log_damages, st.booleans(), st.integers(min_value=1, max_value=4096))
+@example(items=[(b"", None), (b"", None), (b"", 1)], faults=[("asqn", 0, 3)], tolerant=False, step=1)
+@example(items=[(b"", None), (b"", None), (b"", 1)], faults=[("asqn", 0, 3)], tolerant=True, step=1)
+@example(items=[(b"", 1), (b"", None), None, (b"", 1)], faults=[("asqn", 0, 5)], tolerant=False, step=1)
+@example(items=[(b"", 1), (b"", None), None, (b"", 1)], faults=[("asqn", 0, 5)], tolerant=True, step=1)
+@example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=False, step=1)
+@example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=True, step=1)
 def test_a_read_in_parts_returns_and_rejects_what_one_read_does(
     java: SessionTestee, items: list[Item], faults: list[Fault], tolerant: bool, step: int
 ) -> None:

@@ -166,4 +166,5 @@ def narrowed_to(span: SegmentRange, start: Cut, stop: int) -> SegmentRange:
         start_index=start.index if moved else span.start_index,
         start_asqn=-1 if moved else span.start_asqn,  # a walk starting at an entry knows no previous asqn (A := -1)
         narrowed=stop < span.stop,
+        read_to=stop if stop < span.stop else span.read_to,  # no piece looks beyond it (spec 10.2.2, LOOK)
     )

@@ -89,7 +89,10 @@ class SegmentRange:
     ``exact_stop`` likewise for ``stop``; a ``stop`` at or beyond S means S.
     ``narrowed``: ``stop`` is a checked index entry beyond every row the
     query can match (spec 18.5): the walk ends once it lands there, without
-    reading the record that starts there.
+    reading the record that starts there. ``read_to``: where a narrowed read
+    of the segment ends (that entry), kept by every piece cut from it: the
+    look for the first asqn after a piece's stop (spec 10.2.2, LOOK) goes no
+    further; None when the segment is read up to S.
     """
 
     header: SegmentHeaderInfo
@@ -103,6 +106,7 @@ class SegmentRange:
     start_asqn: int
     chain: ChainCheck | None = None  # the boundary after this segment, checked by the range that ends at S
     narrowed: bool = False
+    read_to: int | None = None
 
     @property
     def log(self) -> int:
@@ -374,10 +378,11 @@ class RangeWalker:
         if rng.stop >= rng.end.offset:
             return (*start, None)
         if rng.exact_stop:
-            return (*start, Split(rng.stop, rng.stop))
+            return (*start, Split(rng.stop, rng.stop, look_to=rng.read_to))
         following = find_boundary(self.source, rng.stop, bound, low=low, high=high) if rng.stop < bound else None
-        split = Split(rng.stop, rng.end.offset) if following is None else Split(rng.stop, *following)
-        return (*start, split)
+        if following is None:
+            return (*start, Split(rng.stop, rng.end.offset))
+        return (*start, Split(rng.stop, *following, look_to=rng.read_to))
 
     def __iter__(self) -> Iterator[RecordRun | list[Entry] | DamagedRegion]:
         rng = self.rng

@@ -131,6 +131,7 @@ def add(cat: Catalog) -> None:
     _damage_around_splits(cat)
     _split_at_first_boundary(cat)
     _continuity_at_stop_boundary(cat)
+    _first_asqn_after_stop(cat)
     _segments_without_boundaries(cat)
     _records_inside_payloads(cat)
 
@@ -492,6 +493,166 @@ def _continuity_at_stop_boundary(cat: Catalog) -> None:
         accept(records([back, r3, r4])),
         why="the split after stop_at_asqn_going_back starts at record 2 with A := -1: records 2 to 4",
         checks=False,
+    )
+
+
+def look_log() -> LogBuilder:
+    """Six records in two commits: record 1 with asqn 10, records 2 to 4 without, record 5 with asqn 15,
+    record 6 without."""
+    log = LogBuilder()
+    log.batch((b"one: asqn 10", 10), b"two", b"three")
+    log.batch(b"four", (b"five: asqn 15", 15), b"six")
+    return log
+
+
+def _first_asqn_after_stop(cat: Catalog) -> None:
+    """LOOK (spec 10.2.2, R-27): a split that lands on b(t) holding an asqn, where the record there carries none,
+    checks the first asqn after it.
+
+    The splits that start among the records without an asqn start with A := -1 and meet no asqn before their
+    own stop: only the split that ends before them holds the asqn READ-LOG compares the next asqn with. A split
+    reader that checks only the record at b(t) returns every record of these logs in consecutive splits without
+    an error, where a sequential read reports asqn_not_increasing: it passes the controls here and fails the
+    cases that expect the report.
+    """
+    log = look_log()
+    r1, r2, r3, r4, r5, r6 = log.published()
+    commit = log.last.commit
+    slot_at, _ = slot_bytes(commit)
+    base = cat.fixture(
+        "split_look",
+        "one segment of six records in two commits: record 1 with asqn 10, records 2 to 4 without an asqn, record"
+        " 5 with asqn 15, record 6 without",
+        log.files(),
+        workload=log.trace,
+        requirements=SPLIT,
+    )
+
+    def split(
+        name: str, fixture: Fixture, start: int, stop: int, expected: Json, *, why: str, checks: bool = True
+    ) -> None:
+        cat.read(
+            f"must.reader.split.look_{name}",
+            fixture,
+            expected,
+            [*SPLIT, *RECORD_CHECKS] if checks else SPLIT,
+            split=(1, start, stop),
+            description=f"split [{start}, {stop}) of segment 1: {why}",
+        )
+
+    split(
+        "asqn_going_up",
+        base,
+        HEADER_SIZE,
+        r2.offset,
+        accept(records([r1])),
+        why="the control: b(t) = t = record 2, without an asqn; the split holds A = 10 there and looks on over"
+        " records 2 to 4 to record 5, whose asqn 15 is above 10: record 1, no error",
+    )
+
+    back = replace(r5, asqn=5)
+    asqn_back = cat.derive(
+        "split_look_asqn_going_back",
+        base,
+        Mutation()
+        .write(SEG1, r5.offset, back.encode())
+        .write(SEG1, slot_at, slot_bytes(replace(commit, last_asqn=5))[1]),
+        "record 5 carries asqn 5 after record 1's 10, with records 2 to 4 without an asqn between them (checksums"
+        " recomputed; the slot's last_asqn is 5)",
+        defect="record 5 carries asqn 5 after record 1's 10",
+        requirements=SPLIT,
+    )
+    failed = error("asqn_not_increasing", 1, r5.offset, r5.index)
+    cat.read(
+        "must.reader.record.split_look_asqn_going_back",
+        asqn_back,
+        reject(records([r1, r2, r3, r4]), failed),
+        RECORD_CHECKS,
+        description="record 5's asqn 5 is not above record 1's 10: a sequential read",
+    )
+    split(
+        "stop_before_records_without_asqn",
+        asqn_back,
+        HEADER_SIZE,
+        r2.offset,
+        reject(records([r1]), failed),
+        why="b(t) = t = record 2, without an asqn; the split holds A = 10 there and looks on over records 2 to 4"
+        " to record 5, whose asqn 5 is not above 10: asqn_not_increasing at record 5 with index 5, after record 1"
+        " (the splits that start at records 2 to 5 start with A := -1 and cannot tell)",
+    )
+    split(
+        "stop_inside_record_before_records_without_asqn",
+        asqn_back,
+        HEADER_SIZE,
+        r1.offset + 1,
+        reject(records([r1]), failed),
+        why="t inside record 1, b(t) = record 2: the same look, asqn_not_increasing at record 5 after record 1",
+    )
+    split(
+        "stop_among_records_without_asqn",
+        asqn_back,
+        HEADER_SIZE,
+        r4.offset,
+        reject(records([r1, r2, r3]), failed),
+        why="b(t) = t = record 4, without an asqn; the split holds A = 10 there: its look reaches record 5 at"
+        " once, asqn_not_increasing there after records 1 to 3",
+    )
+    split(
+        "split_without_asqn",
+        asqn_back,
+        r2.offset,
+        r4.offset,
+        accept(records([r2, r3])),
+        why="the control: the split starts at record 2 with A := -1 and meets no asqn before b(t) = record 4,"
+        " so it makes no look: records 2 and 3, no error",
+        checks=False,
+    )
+    split(
+        "split_holding_asqn_going_back",
+        asqn_back,
+        r4.offset,
+        U64_MAX,
+        accept(records([r4, back, r6])),
+        why="the control: the split starts at record 4 with A := -1, so record 5's asqn 5 passes: records 4 to 6"
+        " (the split that ends before record 2 reports it)",
+        checks=False,
+    )
+
+    flip_at = r4.offset + 40
+    damaged = cat.derive(
+        "split_look_damage_before_asqn",
+        asqn_back,
+        Mutation().write(SEG1, flip_at, bytes([asqn_back.files[SEG1][flip_at] ^ 0x08])),
+        "split_look_asqn_going_back with one bit of record 4's payload flipped",
+        defect="one bit of record 4's payload flipped",
+        faults=["T10"],
+        requirements=SPLIT,
+    )
+    cat.read(
+        "must.reader.record.split_look_damage_before_asqn",
+        damaged,
+        reject(records([r1, r2, r3]), error("checksum_mismatch", 1, r4.offset, r4.index)),
+        RECORD_CHECKS,
+        description="record 4's payload checksum fails before record 5's asqn is checked: a sequential read",
+    )
+    split(
+        "damage_before_asqn",
+        damaged,
+        HEADER_SIZE,
+        r2.offset,
+        accept(records([r1])),
+        why="b(t) = t = record 2 (record 3 after it is whole); the split holds A = 10 there and looks on: record 4"
+        " fails its payload checksum, which ends the look without a report (the split that holds record 4"
+        " reports it, and a sequential read resynchronises after it with A := -1, so record 5's asqn 5 is no"
+        " error): record 1, no error",
+    )
+    split(
+        "damage_reported_by_split_holding_it",
+        damaged,
+        r2.offset,
+        U64_MAX,
+        reject(records([r2, r3]), error("checksum_mismatch", 1, r4.offset, r4.index)),
+        why="the split after look_damage_before_asqn: records 2 and 3, then checksum_mismatch at record 4",
     )
 
 

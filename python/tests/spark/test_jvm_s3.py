@@ -25,7 +25,10 @@ from moto_s3 import moto_server
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
+from test_jvm_missing import _after_planning, _flip_header_byte, _reader, _reference_to_its_end, _without_file
+from test_jvm_paths import _rows
 from test_jvm_source import FORMAT, INTERVAL, _log, _reference, _scan, _strict
+from test_spark_semantics import build_log
 
 from openbinlog import Writer, build_indexes
 from openbinlog._format import RECORD_HEADER_SIZE
@@ -221,3 +224,36 @@ def test_a_log_gone_after_planning_fails_its_tasks_as_on_disk(spark: SparkSessio
         # Spark's error for a planned file gone at read time, naming it (spark_udfs/jvm/README.md)
         with pytest.raises(Exception, match=rf"FAILED_READ_FILE\.FILE_NOT_EXIST\].*{re.escape(path)}"):
             frame.collect()
+
+
+def test_a_part_on_s3_opens_no_segment_below_its_own(spark: SparkSession, tmp_path: Path, s3: Any) -> None:
+    """A part trusts the plan's check of a header whose object has the ETag the plan saw, as the listing gives it:
+    ``log >= 59`` of 60 segments opens segments 58 to 60 (and the successor of each), never the 57 below, which
+    each of its parts opened (a GET each) before."""
+    log = build_log(tmp_path / "log", records=60, cut_every=1)
+    url = _upload(s3, log, "many")
+    rdd = spark.read.format(FORMAT).option("mode", "FAILFAST").load(url).where("log >= 59").select("log").rdd
+    rdd.getNumPartitions()  # plans the scan, which reads every header once
+    opened, _ = _stream_counts(spark, url)
+    assert sorted(row.log for row in rdd.collect()) == [59, 60]
+    assert _stream_counts(spark, url)[0] - opened <= 2 * 3
+
+
+def test_a_header_replaced_on_s3_after_planning_ends_the_walk_there(
+    spark: SparkSession, tmp_path: Path, s3: Any
+) -> None:
+    """Segment 2 of six put again after planning with a damaged header, of the same size: its ETag differs from the
+    one the plan saw, so the parts above it read its header and nothing else, as a fresh read stops there."""
+    log = build_log(tmp_path / "log", records=60, cut_every=10)
+    url = _upload(s3, log, "replaced")
+    frame = _reader(spark, FORMAT, "PERMISSIVE", True).load(url)
+
+    def replace() -> None:
+        _flip_header_byte(log)
+        s3.upload_file(str(log / "00000002.dat"), BUCKET, "replaced/00000002.dat")
+
+    rows = _without_file(frame, _after_planning(frame, replace))
+    records, damages = _reference_to_its_end(log)
+    assert {record[0] for record in records} == {1} and [damage[1:] for damage in damages] == [(2, damages[0][2])]
+    on_disk = _reader(spark, FORMAT, "PERMISSIVE", True).load(str(log))
+    assert rows == _without_file(on_disk, _rows(on_disk))

@@ -17,7 +17,11 @@ import "os"
 // record there by steps 7 and 8 of section 4.3.1 against its walk (the
 // next split, starting there, knows neither the expected index nor the
 // previous asqn) and reports index_discontinuity or asqn_not_increasing
-// there, after the records it returned. The checks use S and the file size as a sequential
+// there, after the records it returned. When that record passes, carries no
+// asqn and the walk holds one, the split looks on to the first record that
+// carries an asqn (LOOK of section 10.2.2, R-27; lookPast), since the splits
+// that start among the records without an asqn know no earlier asqn.
+// The checks use S and the file size as a sequential
 // reader's do; min(S, F) only bounds the boundary searches, which look for
 // an index from the base index up to below the segment's end index I_S.
 func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) error) error {
@@ -74,10 +78,13 @@ func ReadSplit(dir string, log uint32, start, stop uint64, emit func(Record) err
 			}
 		}
 		if o == until.at {
-			if found {
-				return checkContinuityAt(s, o, u(o), st)
+			if !found {
+				return nil // S: nothing lies beyond
 			}
-			return nil // S: nothing lies beyond
+			if err := checkContinuityAt(s, o, u(o), st); err != nil {
+				return err
+			}
+			return lookPast(s, slot, sb.end, o, u, st)
 		}
 		if o > until.at {
 			// The walk stepped from a record before the boundary found from
@@ -147,6 +154,45 @@ func checkContinuityAt(s *segmentFile, b, c uint64, st walkState) error {
 	switch ClassOf(err) {
 	case ClassIndexDiscontinuity, ClassAsqnNotIncreasing, ClassIOError:
 		return err
+	}
+	return nil
+}
+
+// lookPast is LOOK(b(t)) of section 10.2.2, for a split that landed
+// on the boundary b found from its stop offset with the walk state st. The
+// split that starts at b starts with A := -1, and so does every split after
+// it that meets no asqn before its own stop: when the record at b carries no
+// asqn, only this split holds the asqn a sequential reader compares the
+// next asqn with. So, holding one, it walks on from b in committed mode,
+// returning nothing, over the records without an asqn (and skippable ones,
+// which set no A) up to the first data record that carries an asqn, and
+// reports asqn_not_increasing there (or at a skippable record whose asqn
+// fails on the way). Any other damage ends the look without a report (the
+// split that holds it reports it, and a sequential reader resynchronises
+// after it with A := -1), and so do S and a failure of R-39 at the commit
+// point, which the split that reaches it reports first. It reads nothing
+// beyond the record where it ends.
+func lookPast(s *segmentFile, slot Slot, end, b uint64, u func(uint64) uint64, st walkState) error {
+	if st.A == NoAsqn {
+		return nil
+	}
+	for o := b; o < end; {
+		if o == slot.CommitOffset && o != b && st.E != slot.NextIndex {
+			return nil
+		}
+		d, err := verifyRecord(s, o, u(o), st)
+		if err != nil {
+			switch ClassOf(err) {
+			case ClassAsqnNotIncreasing, ClassIOError:
+				return err
+			}
+			return nil
+		}
+		if d.frame == FrameData && d.asqn != NoAsqn {
+			return nil // the first asqn follows the split's: the split that holds it goes on from there
+		}
+		st.advance(d.frame, d.index, d.asqn)
+		o = d.end
 	}
 	return nil
 }

@@ -47,6 +47,11 @@ public final class CountingStorage implements Storage {
     }
 
     @Override
+    public Stamp stamp(String name) throws IOException {
+        return inner.stamp(name);
+    }
+
+    @Override
     public String describe(String name) {
         return inner.describe(name);
     }

@@ -6,10 +6,14 @@ import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A log directory on the local file system. It holds no open file between calls: a reader never locks
@@ -57,6 +61,41 @@ public final class LocalStorage implements Storage {
             }
             return total;
         }
+    }
+
+    /**
+     * A look at the file now (a stat, no open; a symbolic link followed, as a read follows it): its device and
+     * inode, its size, and its modification and change times to the nanosecond where the system keeps them. The
+     * change time (ctime) moves with every write, truncation, link or rename of the file, and no call sets it
+     * back, as one can set the modification time. Without the {@code unix} attribute view: the basic attributes
+     * (the file key, size and modification time).
+     */
+    @Override
+    public Stamp stamp(String name) throws IOException {
+        Path file = dir.resolve(name);
+        try {
+            Map<String, Object> a;
+            try {
+                a = Files.readAttributes(file, "unix:dev,ino,size,lastModifiedTime,ctime,isRegularFile");
+            } catch (UnsupportedOperationException | IllegalArgumentException noUnixView) {
+                BasicFileAttributes b = Files.readAttributes(file, BasicFileAttributes.class);
+                return !b.isRegularFile() ? null
+                        : Stamp.of(b.lastModifiedTime().toMillis(), b.fileKey(), b.size(), nanos(b.lastModifiedTime()));
+            }
+            if (!Boolean.TRUE.equals(a.get("isRegularFile"))) {
+                return null; // no regular file: OPEN fails on it
+            }
+            FileTime modified = (FileTime) a.get("lastModifiedTime");
+            FileTime changed = (FileTime) a.get("ctime");
+            return Stamp.of(Math.max(modified.toMillis(), changed.toMillis()), a.get("dev"), a.get("ino"), a.get("size"),
+                    nanos(modified), nanos(changed));
+        } catch (NoSuchFileException gone) {
+            return null;
+        }
+    }
+
+    private static long nanos(FileTime time) {
+        return time.to(TimeUnit.NANOSECONDS);
     }
 
     @Override

@@ -149,6 +149,15 @@ public final class LogReader implements AutoCloseable {
         return new Walk(view, true, record -> {}).plan(step, bounds);
     }
 
+    /**
+     * The segments whose headers the plans of this reader checked and found passing, sealed, each with a digest of
+     * its file: what parts of those plans read in other readers of the log ({@link #readPart(Part, boolean, boolean,
+     * Sink, CheckedHeaders)}) trust while the files are unchanged, instead of reading every header below theirs.
+     */
+    public CheckedHeaders checkedHeaders() {
+        return view.checked();
+    }
+
     /** The cut points of planned splits of segment {@code log} into at most {@code parts} (conformance §3.2). */
     List<Long> cuts(int log, int parts) throws IOException {
         return new Walk(view, false, record -> {}).cuts(log, Math.max(parts, 1));
@@ -186,6 +195,12 @@ public final class LogReader implements AutoCloseable {
      * below reports it; nothing where the log now starts above it (retention) or ends below it.
      */
     public void readAbsent(int log, boolean tolerant, Sink sink) throws IOException {
+        readAbsent(log, tolerant, sink, CheckedHeaders.NONE);
+    }
+
+    /** {@link #readAbsent(int, boolean, Sink)}, trusting the plan's {@code checked} headers of unchanged files. */
+    public void readAbsent(int log, boolean tolerant, Sink sink, CheckedHeaders checked) throws IOException {
+        view.trust(checked);
         new Walk(view, tolerant, sink).absent(log);
     }
 
@@ -195,6 +210,18 @@ public final class LogReader implements AutoCloseable {
      * where no segment lies below it.
      */
     public void readPart(Part part, boolean opens, boolean tolerant, Sink sink) throws IOException {
+        readPart(part, opens, tolerant, sink, CheckedHeaders.NONE);
+    }
+
+    /**
+     * {@link #readPart(Part, boolean, boolean, Sink)} in a reader other than the plan's: {@code checked}, the plan's
+     * {@link #checkedHeaders}. A header that fails its checks below the part's segment ends the walk there
+     * (readers §10.4), so the part reads nothing; of the segments below its own, it reads the headers of those
+     * whose files changed since the plan checked them (and of those the plan did not trust), not every one.
+     */
+    public void readPart(Part part, boolean opens, boolean tolerant, Sink sink, CheckedHeaders checked)
+            throws IOException {
+        view.trust(checked);
         if (part.whole()) {
             readAll(tolerant, sink);
         } else {

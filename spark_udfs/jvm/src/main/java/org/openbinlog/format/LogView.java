@@ -22,6 +22,12 @@ final class LogView implements AutoCloseable {
     private static final String[] COMPRESSED = {"gz", "zst"}; // in the order OPEN tries them
     /** Listings while the segment a listing ends with is removed before it is opened (retention). */
     private static final int MAX_LISTINGS = 8;
+    /**
+     * How long before a plan reads a header its file must have last changed for the check to be trusted later
+     * ({@link CheckedHeaders}): more than the granularity of the coarsest file times (2 s), so that any change
+     * after the read gives the file another time than the one its stamp holds.
+     */
+    static final long SETTLED_MS = 2_000;
 
     final Storage storage;
     private final Unpacking unpacking;
@@ -31,6 +37,11 @@ final class LogView implements AutoCloseable {
     private boolean lock;
     private final Map<Integer, SegmentFile> open = new HashMap<>();
     private final Map<Integer, Header> headers = new HashMap<>();
+    /** The name OPEN finds first of each segment present, as the listing shows it. */
+    private final Map<Integer, String> listed = new HashMap<>();
+    /** The digest of the file each sealed header that passed its checks was read from ({@link CheckedHeaders}). */
+    private final Map<Integer, Long> checked = new HashMap<>();
+    private CheckedHeaders trusted = CheckedHeaders.NONE;
 
     LogView(Storage storage, Unpacking unpacking) throws BinlogException {
         this.storage = storage;
@@ -50,10 +61,12 @@ final class LogView implements AutoCloseable {
             }
             TreeSet<Integer> numbers = new TreeSet<>();
             lock = names.contains("LOCK");
+            listed.clear();
             for (String name : names) {
                 int n = number(name);
                 if (n != 0) {
                     numbers.add(n);
+                    listed.merge(n, name, (a, b) -> rank(a) <= rank(b) ? a : b);
                 }
             }
             blank = 0;
@@ -80,6 +93,11 @@ final class LogView implements AutoCloseable {
             }
             return;
         }
+    }
+
+    /** Where a segment's name comes in the order OPEN tries them ({@link #names}). */
+    private static int rank(String name) {
+        return name.length() == 12 ? 0 : 1 + java.util.Arrays.asList(COMPRESSED).indexOf(name.substring(13));
     }
 
     /** The log number of a segment's name, plain or compressed; 0 for any other name. */
@@ -162,7 +180,11 @@ final class LogView implements AutoCloseable {
         return s;
     }
 
-    /** Segment n's checked header; null when n is absent. */
+    /**
+     * Segment n's checked header; null when n is absent. A version 2 header that passes sealed is recorded with the
+     * stamp its file had before it was read, if the file had not changed for {@link #SETTLED_MS} then: what
+     * {@link #checked} hands a plan's parts.
+     */
     Header header(int n) throws BinlogException {
         Header h = headers.get(n);
         if (h != null) {
@@ -172,9 +194,46 @@ final class LogView implements AutoCloseable {
         if (s == null) {
             return null;
         }
+        Storage.Stamp stamp = stamp(s.name);
+        long now = System.currentTimeMillis();
         h = read(s);
         headers.put(n, h);
+        boolean settled = stamp != null
+                && (stamp.changedMs() == Storage.Stamp.CONTENT || stamp.changedMs() <= now - SETTLED_MS);
+        if (settled && !h.legacy() && h.active.sealed()) {
+            checked.put(n, CheckedHeaders.digest(s.name, stamp));
+        }
         return h;
+    }
+
+    /** The sealed headers this view read and found passing, each with the digest of its file. */
+    CheckedHeaders checked() {
+        return new CheckedHeaders(checked);
+    }
+
+    /** A plan's checked headers, which {@link #unchanged} trusts. */
+    void trust(CheckedHeaders plan) {
+        trusted = plan;
+    }
+
+    /**
+     * Whether segment n's header is known to pass without reading it: the plan checked it, sealed, in the file OPEN
+     * finds for n now (the first of its names the listing shows), with the same stamp ({@link CheckedHeaders}).
+     * Costs no read: a look at the file's attributes (on an object store, what the listing said).
+     */
+    boolean unchanged(int n) {
+        String name = listed.get(n);
+        Storage.Stamp now = name == null || trusted.size() == 0 ? null : stamp(name);
+        return now != null && trusted.holds(n, CheckedHeaders.digest(name, now));
+    }
+
+    /** The storage's stamp of a file; null where it tells none, or cannot look. */
+    private Storage.Stamp stamp(String name) {
+        try {
+            return storage.stamp(name);
+        } catch (IOException e) {
+            return null; // the header is read, and meets the failure if it lasts
+        }
     }
 
     /** The header from the file, R-46 applied; the size taken after it, so the records it publishes lie within. */

@@ -12,9 +12,12 @@ package org.openbinlog.format;
  * entry of the segment's index (index §18.5), a record boundary whose index is known, so no boundary search is
  * made there: the walk starts with E := startIndex and A := -1 (SEEK with an index), and stops on landing at
  * {@code stop}, b(stop) being stop with stopIndex (what the boundary search finds at a record boundary).
+ *
+ * <p>{@code readTo}: where the plan's read of the segment ends, {@link #TO_END} but where bounds narrowed it to a
+ * checked entry (index §18.5): what lies from there on is left out, and no part of the segment looks at it.
  */
 public record Part(int log, long start, long stop, long carriedAsqn, boolean endRaises, long startIndex,
-        long stopIndex) implements java.io.Serializable {
+        long stopIndex, long readTo) implements java.io.Serializable {
     public static final long TO_END = Long.MAX_VALUE;
     /** No entry: 2^64 - 1, an index no entry carries (entries lie below I_S). */
     static final long NO_ENTRY = -1;
@@ -22,6 +25,12 @@ public record Part(int log, long start, long stop, long carriedAsqn, boolean end
     /** A part whose ends are found by the boundary search (or are the segment's first record and end). */
     public Part(int log, long start, long stop, long carriedAsqn, boolean endRaises) {
         this(log, start, stop, carriedAsqn, endRaises, NO_ENTRY, NO_ENTRY);
+    }
+
+    /** A part of a segment read up to its end. */
+    public Part(int log, long start, long stop, long carriedAsqn, boolean endRaises, long startIndex,
+            long stopIndex) {
+        this(log, start, stop, carriedAsqn, endRaises, startIndex, stopIndex, TO_END);
     }
 
     static Part wholeLog() {

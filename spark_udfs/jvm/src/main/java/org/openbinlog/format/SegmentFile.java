@@ -21,8 +21,9 @@ final class SegmentFile {
     final int log;
     private long size; // of a compressed segment: the archive's
     private final CompressedSegment unpacked;
-    // Taken at the first walk through the file: a part checks the headers of every segment below its own, and a
-    // window each would hold a quarter MiB per segment of the log.
+    // Taken at the first walk through the file: a part may check the headers of many segments below its own (those
+    // changed since planning, or all where the storage tells no stamps), and a window each would hold a quarter MiB
+    // per segment of the log.
     private byte[] window;
     private long windowAt;
     private int windowLength;

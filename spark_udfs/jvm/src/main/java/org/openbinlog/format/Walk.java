@@ -36,6 +36,9 @@ final class Walk {
     private long endTimestamp; // the last_timestamp_us at S: what PLAN prunes by (W-9)
     // A PART's first part: A was carried from the segment before, not yet settled by an asqn of this segment.
     private boolean carriedUnsettled;
+    // A part's walk landed on b(stop), whose record passed steps 7 and 8 of format §4.3.1 and sets no A (it has no
+    // asqn): the A the part holds is READ-LOG's beyond b(stop) too, up to the first asqn.
+    private boolean aPassesStop;
     // A PART of a segment whose END raises: END is made at C, as READ-LOG makes it, not at the start.
     private boolean endAtC;
     // E and A, carried over every segment.
@@ -131,6 +134,9 @@ final class Walk {
         e = first;
         a = -1;
         walk(bs);
+        if (bt >= 0 && aPassesStop && a != -1) {
+            lookPast(bt, Part.TO_END, false); // LOOK(b(t)): the split that starts at b(t) knows no earlier asqn
+        }
     }
 
     /**
@@ -246,8 +252,9 @@ final class Walk {
                 startIndex = Part.NO_ENTRY;
             }
         } else {
+            long readTo = to == null ? Part.TO_END : to.offset();
             for (IndexFile.Entry cut : entries.cuts(wanted, Math.max(start, Header.SIZE), stop)) {
-                parts.add(new Part(n, start, cut.offset(), carried, false, startIndex, cut.index()));
+                parts.add(new Part(n, start, cut.offset(), carried, false, startIndex, cut.index(), readTo));
                 start = cut.offset();
                 startIndex = cut.index();
             }
@@ -255,7 +262,7 @@ final class Walk {
         if (to == null) {
             parts.add(new Part(n, start, Part.TO_END, carried, endRaises, startIndex, Part.NO_ENTRY));
         } else {
-            parts.add(new Part(n, start, to.offset(), carried, false, startIndex, to.index()));
+            parts.add(new Part(n, start, to.offset(), carried, false, startIndex, to.index(), to.offset()));
             atEnd(parts);
         }
     }
@@ -401,6 +408,8 @@ final class Walk {
      * unless a slot understates: where the first asqn of the segment fails step 8 after the A carried, the first
      * part walks the segment before to learn READ-LOG's A ({@link #enteringAsqn}); where it passes after the A
      * carried and would fail after READ-LOG's, the last part of the segment before raises {@code ambiguous_split}.
+     * Within a segment, a part that starts at b(start) knows no earlier asqn (A := -1): the part before it checks
+     * the first asqn after its stop against its own A, over any records without an asqn ({@link #lookPast}).
      */
     void part(Part part, boolean opens) throws java.io.IOException {
         int log = part.log();
@@ -442,6 +451,9 @@ final class Walk {
             }
             walk(o);
             if (bt >= 0) {
+                if (aPassesStop && a != -1) {
+                    lookPast(bt, part.readTo(), true); // the next part starts at b(stop) with A := -1
+                }
                 return; // the next part starts at b(stop)
             }
             // No boundary from stop: this part walked to S (SPLIT), the parts after it find none; NEXT follows.
@@ -450,7 +462,18 @@ final class Walk {
         }
         long walked = a;
         long planned = endAsqn;
-        if (next() && walked != planned && carriedAsqnMatters(walked, planned)) {
+        if (next()) {
+            checkCarried(walked, planned);
+        }
+    }
+
+    /**
+     * After NEXT entered N from the segment before it, at whose S the walk held A {@code walked} and PLAN carried
+     * {@code planned} into N: {@code ambiguous_split} where N's first part misjudges the first asqn READ-LOG meets
+     * from here without noticing ({@link #carriedAsqnMatters}).
+     */
+    private void checkCarried(long walked, long planned) throws java.io.IOException {
+        if (walked != planned && carriedAsqnMatters(walked, planned)) {
             throw new BinlogException(ErrorClass.AMBIGUOUS_SPLIT, f.file(), n, null, e,
                     "the asqn carried into this segment by the walk (" + walked + ") is not the one its predecessor's"
                             + " end gives (" + planned + "), and its first asqn is judged otherwise by each:"
@@ -459,15 +482,97 @@ final class Walk {
     }
 
     /**
+     * Step 8 of format §4.3.1 across the stop boundary of a part that landed on b(stop) holding A = {@code a} (not
+     * -1). The part that starts at b(stop) starts with A := -1 (SPLIT step 5), and the check of the record at
+     * b(stop) (WALK step 2.2) is the only one this part makes beyond its stop: where that record, and maybe the
+     * records after it, carry no asqn, the first asqn after b(stop) is checked by no part against the A READ-LOG
+     * holds there, which is this part's A (records without an asqn leave A as it is). So the walk goes on from
+     * b(stop) in committed mode, returning nothing, over the records without an asqn (and skippable records, which
+     * never change A, R-11), across the stop boundaries of later parts, up to the first data record with an asqn:
+     * where that record fails step 8 after this part's A, this part reports {@code asqn_not_increasing} there with
+     * the index the walk expects (a tolerant part: a region of 0 bytes, resumed at that record, which the part that
+     * holds it returns, as at b(stop)); where it passes, that part's own A is READ-LOG's from there on. Any other
+     * damage on the way ends the look: the part that holds it reports it, and READ-LOG's A after it is -1 (RESYNC).
+     * Reaching S, it makes the check of a carried A that the part at S makes ({@link #checkCarried}) with this
+     * part's A, which the part at S, having met no asqn, does not hold; it reports nothing that NEXT reports. A
+     * plan narrowed by bounds reads the segment up to {@code readTo} only: the look ends there. This is LOOK(b(t))
+     * of readers §10.2.2 (R-27), which SPLIT makes too ({@link #split}); a split, which never calls NEXT, ends its
+     * look at S ({@code intoNext} false).
+     */
+    private void lookPast(long o, long readTo, boolean intoNext) throws java.io.IOException {
+        long from = o;
+        long reach = from; // reads beyond b(stop) reach no further than twice what the look has walked, plus 4 KiB
+        while (true) {
+            if (o >= readTo) {
+                return; // left out of a narrowed read (index §18.5): a seek, not a verification
+            }
+            if (o + RecordCheck.HEADER > reach) {
+                reach = o + Math.max(o - from, 4096);
+                f.limit(Math.min(reach, readTo));
+            }
+            if (o == c && e != slot.nextIndex()) { // R-39, as WALK step 2.1 makes it at C
+                if (!tolerant) {
+                    return; // the part that reaches C raises it
+                }
+                e = slot.nextIndex();
+            }
+            if (o >= s) {
+                break;
+            }
+            ErrorClass failed = check.committed(f, o, o < c ? c : s, e, a);
+            if (failed == ErrorClass.ASQN_NOT_INCREASING && carriedUnsettled) {
+                carriedUnsettled = false;
+                a = enteringAsqn(n); // the A PLAN carried may lie above READ-LOG's
+                failed = check.committed(f, o, o < c ? c : s, e, a);
+            }
+            if (failed == ErrorClass.ASQN_NOT_INCREASING) {
+                report(failed, o, e, 0, e, "the first asqn after the stop boundary of the part before it");
+                return;
+            }
+            if (failed != null || (check.frame == RecordCheck.FRAME_DATA && check.asqn != -1)) {
+                return;
+            }
+            if (check.frame == RecordCheck.FRAME_DATA) {
+                e = check.index + 1;
+            }
+            o = check.end;
+        }
+        if (endAtC || !intoNext) {
+            return; // END raises at C, where READ-LOG stops; a split ends at S (SPLIT step 5)
+        }
+        Walk probe = new Walk(view, tolerant, record -> {});
+        probe.enter(n, h);
+        probe.e = e;
+        boolean moved;
+        try {
+            moved = probe.next();
+        } catch (BinlogException raised) {
+            if (raised.errorClass == ErrorClass.IO_ERROR) {
+                throw raised;
+            }
+            return; // the part at S raises it
+        }
+        if (moved) {
+            probe.checkCarried(a, endAsqn);
+        }
+    }
+
+    /**
      * Whether READ-LOG reaches segment {@code log} as the directory is now: a header that fails its checks ends
      * the walk (readers §10.4), so a part of a segment above one changed so since planning reads nothing. The
      * failing header is raised once, as READ-LOG raises it: by the END or NEXT of the part at C or S of the segment
-     * below it, or, where none is below, by the first part of its own segment that is read ({@code opens}).
+     * below it, or, where none is below, by the first part of its own segment that is read ({@code opens}). A
+     * header below {@code log} that the plan checked, in a file unchanged since, is not read again: the plan's
+     * check holds for it ({@link CheckedHeaders} says why), so a part reads its own header and those of the
+     * segments below it that changed, not every one below it.
      */
     private boolean reached(int log, boolean opens) throws java.io.IOException {
         for (int k : view.presentSegments()) {
             if (k > log) {
                 return true;
+            }
+            if (k < log && view.unchanged(k)) {
+                continue;
             }
             try {
                 view.header(k);
@@ -563,21 +668,32 @@ final class Walk {
             }
             Walk scan = new Walk(view, true, record -> {});
             Header header = scan.enterSplittable(following.log());
-            scan.end();
+            if (!scan.endMade(following.log())) {
+                scan.s = scan.c; // END raises at C, after the records before it, as READ-LOG raises it
+            }
             long o = header.firstRecord();
             long index = header.baseIndex;
             while (o < scan.s) {
                 if (check.committed(scan.f, o, o < scan.c ? scan.c : scan.s, index, -1) != null) {
                     return false;
                 }
-                if (check.frame == RecordCheck.FRAME_DATA) {
-                    if (check.asqn != -1) {
-                        return RecordCheck.asqnFollows(check.asqn, planned)
-                                && !RecordCheck.asqnFollows(check.asqn, walked);
+                if (check.asqn != -1) {
+                    boolean misjudged = RecordCheck.asqnFollows(check.asqn, planned)
+                            && !RecordCheck.asqnFollows(check.asqn, walked);
+                    if (misjudged || check.frame == RecordCheck.FRAME_DATA
+                            || !RecordCheck.asqnFollows(check.asqn, planned)) {
+                        // A skippable record checks an asqn without setting A; one that fails after the
+                        // A carried makes the first part learn READ-LOG's A (enteringAsqn).
+                        return misjudged;
                     }
+                }
+                if (check.frame == RecordCheck.FRAME_DATA) {
                     index = check.index + 1;
                 }
                 o = check.end;
+            }
+            if (!scan.known) {
+                return false; // READ-LOG raises the successor's header at C
             }
         }
         return false; // the log ends without another asqn
@@ -672,11 +788,21 @@ final class Walk {
         byte[] w = f.window(bt, RecordCheck.HEADER);
         long index = Bytes.u8(w, f.at(bt) + 8);
         long asqn = Bytes.u8(w, f.at(bt) + 16);
+        int frame = w[f.at(bt) + 4] & 0xff;
         if (index != e) {
             report(ErrorClass.INDEX_DISCONTINUITY, bt, e, 0, btIndex, "at the split's stop boundary");
-        } else if (!RecordCheck.asqnFollows(asqn, a)) {
-            report(ErrorClass.ASQN_NOT_INCREASING, bt, e, 0, btIndex, "at the split's stop boundary");
+            return;
         }
+        if (!RecordCheck.asqnFollows(asqn, a) && carriedUnsettled) {
+            carriedUnsettled = false;
+            a = enteringAsqn(n); // the A PLAN carried may lie above READ-LOG's, as in RECORD
+        }
+        if (!RecordCheck.asqnFollows(asqn, a)) {
+            report(ErrorClass.ASQN_NOT_INCREASING, bt, e, 0, btIndex, "at the split's stop boundary");
+            return;
+        }
+        // A data record with an asqn settles A for the part that starts here; otherwise A passes over it.
+        aPassesStop = asqn == -1 || frame != RecordCheck.FRAME_DATA;
     }
 
     /** END(N): S, I_S and C of version 2 segment N (protocols §6.1, and §8.4 for a finished segment). */

@@ -21,6 +21,7 @@ import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
+import org.openbinlog.format.CheckedHeaders;
 import org.openbinlog.format.LogReader;
 import org.openbinlog.format.Part;
 import org.openbinlog.format.Storage;
@@ -104,11 +105,13 @@ final class BinlogScan implements Scan, Batch {
                         parts.add(part);
                     }
                     Set<Integer> read = parts.stream().map(Part::log).collect(Collectors.toSet());
+                    CheckedHeaders checked = log.reader().checkedHeaders();
                     for (int k = 0; k < parts.size(); k++) {
                         Part part = parts.get(k);
                         pieces.add(new SplitPartition.Piece(log.log().directory(), log.log().names(),
                                 local(log.log()) ? Map.of() : hadoop, part, values, bytes(part, log.sizes()),
-                                k == 0 || parts.get(k - 1).log() != part.log(), read.contains(part.log() + 1)));
+                                k == 0 || parts.get(k - 1).log() != part.log(), read.contains(part.log() + 1),
+                                checked));
                     }
                 }
             } finally {

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.EtagSource;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -29,6 +30,8 @@ final class HadoopStorage implements Storage, AutoCloseable {
     private final Map<String, FSDataInputStream> open = new HashMap<>();
     /** The status each size() found, handed to the open so that it needs no request of its own. */
     private final Map<String, FileStatus> statuses = new HashMap<>();
+    /** The statuses the last list() found, which stamp() tells without a request. */
+    private final Map<String, FileStatus> listed = new HashMap<>();
 
     HadoopStorage(String uri, Configuration conf) throws IOException {
         Path given = new Path(uri);
@@ -45,14 +48,34 @@ final class HadoopStorage implements Storage, AutoCloseable {
             throw new NoSuchFileException(dir.toString());
         }
         List<String> names = new ArrayList<>();
+        listed.clear();
         for (FileStatus status : statuses) {
             // Listing a file lists the file itself; a log is a directory, as on the local file system.
             if (status.getPath().equals(dir)) {
                 throw new NotDirectoryException(dir.toString());
             }
             names.add(status.getPath().getName());
+            listed.put(status.getPath().getName(), status);
         }
         return names;
+    }
+
+    /**
+     * What the last listing said of the file, without a request: its length and modification time, and the ETag
+     * where the store gives one (S3A, ABFS, ...), an identifier of the object's bytes: an object is never written
+     * in place, and an object put again under the name has another ETag unless it holds the same bytes.
+     */
+    @Override
+    public Stamp stamp(String name) {
+        FileStatus status = listed.get(name);
+        if (status == null || !status.isFile()) {
+            return null;
+        }
+        String etag = status instanceof EtagSource source ? source.getEtag() : null;
+        if (etag == null || etag.isEmpty()) {
+            return Stamp.of(status.getModificationTime(), status.getLen(), status.getModificationTime());
+        }
+        return Stamp.of(Stamp.CONTENT, status.getLen(), status.getModificationTime(), etag);
     }
 
     @Override

@@ -49,6 +49,11 @@ final class SelectedStorage implements Storage {
     }
 
     @Override
+    public Stamp stamp(String name) throws IOException {
+        return visible.contains(name) ? inner.stamp(name) : null;
+    }
+
+    @Override
     public String describe(String name) {
         return inner.describe(name);
     }

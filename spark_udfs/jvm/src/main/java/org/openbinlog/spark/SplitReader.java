@@ -3,7 +3,9 @@ package org.openbinlog.spark;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.file.NoSuchFileException;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -43,6 +45,8 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     private final BlockingQueue<ColumnBatch> free = new ArrayBlockingQueue<>(BATCHES);
     private final BlockingQueue<Optional<ColumnBatch>> filled = new ArrayBlockingQueue<>(BATCHES + 1);
     private final Thread walker;
+    /** The stamps of files the task's pieces looked at, by log directory: one look a file ({@link TaskStamps}). */
+    private final Map<String, Map<String, Storage.Stamp>> stamps = new HashMap<>();
     private volatile Throwable failure;
     private volatile boolean closed;
     private volatile long bytesRead;
@@ -82,7 +86,8 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     /** One part of the task's, to the end: its last batch is handed over, so that no batch holds two parts. */
     private void read(SplitPartition.Piece piece) throws IOException {
         Storage opened = Storages.open(piece.directory(), piece.hadoop());
-        CountingStorage storage = new CountingStorage(new SelectedStorage(opened, piece.names()));
+        Map<String, Storage.Stamp> seen = stamps.computeIfAbsent(piece.directory(), directory -> new HashMap<>());
+        CountingStorage storage = new CountingStorage(new SelectedStorage(new TaskStamps(opened, seen), piece.names()));
         long before = bytesRead;
         try (LogReader reader = open(storage)) {
             if (reader == null) {
@@ -91,9 +96,9 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
             BatchSink sink = new BatchSink(piece, storage, reader, before);
             try {
                 if (present(piece, storage, reader)) {
-                    reader.readPart(piece.part(), piece.first(), options.tolerant(), sink);
+                    reader.readPart(piece.part(), piece.first(), options.tolerant(), sink, piece.checked());
                 } else if (piece.first()) {
-                    reader.readAbsent(piece.part().log(), options.tolerant(), sink);
+                    reader.readAbsent(piece.part().log(), options.tolerant(), sink, piece.checked());
                 }
             } catch (BinlogException e) {
                 // NEXT's last check, after every row of the part: a successor gone since planning is its own parts'.
