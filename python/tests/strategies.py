@@ -359,3 +359,20 @@ gzip_damages = st.tuples(
 )
 # The sizes a reader asks for, in turn, before it reads all the rest.
 gzip_read_sizes = st.lists(st.integers(min_value=1, max_value=70_000), max_size=8)
+
+# A segment header that fails its checks (test_spark_header_damage.py) in a log ``java_log_items`` describes: how
+# (a checked byte flipped, then the segment perhaps packed by gzip or Zstandard; the file cut inside its header or
+# emptied; its gzip copy cut inside the archive's first bytes), which segment (modulo their count), the number that
+# picks the byte and bit or the cut, and the bit of a record of the segment below that is flipped too (None: none);
+# whether a blank segment follows the last one (absent, R-7, but listed: an emptied segment below it is not the last);
+# then the mode of the read and how many tasks it is cut into.
+HEADER_DAMAGES = ("flip", "gz", "zst", "cut", "empty", "gz_cut")
+header_damages = st.tuples(
+    st.sampled_from(HEADER_DAMAGES),
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.one_of(st.none(), st.integers(min_value=0, max_value=2**32 - 1)),
+    st.booleans(),
+    st.sampled_from(("PERMISSIVE", "DROPMALFORMED", "FAILFAST")),
+    st.integers(min_value=1, max_value=6),
+)

@@ -6,6 +6,13 @@ PERMISSIVE turns each damaged region into a row with the corrupt-record and
 come out. Bytes beyond a segment end (a torn tail) are never read, so they
 are never damage.
 
+A segment header that fails its checks ends the walk of its log (spec readers
+10.4), also when it fails only since planning: a range first checks the
+headers of the segments planned up to its own again, and reads nothing above
+one that fails; its walk checks its successor's where END does. Each failing
+header is reported once, by the range ``RangeItem.reports_from`` names, or
+by the walk that meets it at END; ``ignoreCorruptFiles`` drops that row.
+
 Each range logs, to ``openbinlog_spark.reads`` at INFO, the bytes its source
 read and the records it walked (Spark's Python worker logs collect the line
 with ``spark.sql.pyspark.worker.logging.enabled``).
@@ -16,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.types import StructType
@@ -24,12 +33,13 @@ from pyspark.sql.types import StructType
 from openbinlog import Damage, errors
 from openbinlog._segment import SegmentHeaderInfo
 from openbinlog.errors import BadHeaderError, BinlogError
-from openbinlog.walk import LogWalk, next_segment, read_header, segment_end
+from openbinlog.walk import LogWalk, is_last, next_segment, read_header, segment_end
 
 from .columns import BatchBuilder
 from .directory import PlannedDirectory
+from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
-from .plan import HoleCheck, IssueItem, Item, LegacyItem, RangeItem
+from .plan import HEADER_READERS, HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
 from .storage import CorruptFileError, MissingFileError, Storage
 from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
@@ -54,6 +64,7 @@ class ItemReader:
         self.options = options
         self.schema = schema
         self.storage = storage or Storage(options.storage_options)
+        self._failures: dict[str, BinlogError | None] = {}  # of each planned segment checked: why its header fails
 
     def read(self, items: Sequence[Item]) -> Iterator[pa.RecordBatch]:
         for item in items:
@@ -89,6 +100,20 @@ class ItemReader:
 
     def _range(self, item: RangeItem) -> Iterator[pa.RecordBatch]:
         options = self.options
+        listed = [segment.log for segment in item.segments]
+        reached = [segment for segment in item.segments if segment.log <= item.file.log]
+        unread = [segment for segment in reached if segment.url not in self._failures]
+        if len(unread) > 1:  # many headers of a long log: read side by side, as planning reads them
+            with ThreadPoolExecutor(HEADER_READERS) as pool:
+                list(pool.map(lambda segment: self._failure(segment, listed), unread))
+        for segment in reached:
+            failure = self._failure(segment, listed)
+            if failure is not None:  # the walk ends at that header, below this range or at its segment's own
+                if item.reports_from is not None and segment.log >= item.reports_from:
+                    damage = Damage.from_error(failure, bytes_skipped=0, next_index=None)
+                    yield from self._header_failed(damage, segment.url, item.partition_values)
+                return
+        successor = next((segment for segment in item.segments if segment.log == item.file.log + 1), None)
         try:
             opened = self.storage.open_planned(
                 item.file.url, item.file.compression, max_decompressed=options.max_decompressed
@@ -115,11 +140,15 @@ class ItemReader:
                 tolerant=options.tolerant,
                 chunk_bytes=options.chunk_bytes,
                 max_raw_bytes=options.max_corrupt_record_bytes,
+                successor_failure=None if successor is None else partial(self._failure, successor, listed),
             )
             records = 0
             for part in walker:
                 if isinstance(part, DamagedRegion):
-                    yield from self._damage(builder, part.damage, part.raw)
+                    if part.ends_walk:
+                        yield from self._header_failed(part.damage, opened.url, item.partition_values)
+                    else:
+                        yield from self._damage(builder, part.damage, part.raw)
                     continue
                 records += len(part)
                 if options.report:
@@ -136,6 +165,28 @@ class ItemReader:
                 min(span.stop, span.segment_end),
                 records,
             )
+
+    def _failure(self, segment: SegmentFile, listed: Sequence[int]) -> BinlogError | None:
+        """Why the header of ``segment`` fails its checks now (``listed``: the log numbers planning's listing
+        showed, blank ones included); None where it passes, or where the segment is gone or a blank last segment
+        (spec 3.5, R-7), as OPEN finds it absent. Read once by a task."""
+        if segment.url not in self._failures:
+            try:
+                facts = read_facts(self.storage, segment, self.options, planned=True)
+            except MissingFileError:
+                facts = None  # a hole, or a log that now starts or ends elsewhere: the missing file's own reads say it
+            blank_last = facts is not None and facts.blank and is_last(segment.log, listed)
+            self._failures[segment.url] = None if facts is None or blank_last else facts.error
+        return self._failures[segment.url]
+
+    def _header_failed(self, damage: Damage, file: str, values: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        """A segment header that fails its checks, where the walk of its log ends (spec readers 10.4): its damage
+        by the mode, with 0 bytes skipped; nothing with ``ignoreCorruptFiles``, as a damaged header found at
+        planning."""
+        if self.options.ignore_corrupt and not self.options.report:
+            return
+        builder = BatchBuilder(self.schema, file=damage.path or file, partition_values=values)
+        yield from self._damage(builder, damage, b"")
 
     def _hole(self, item: RangeItem, hole: HoleCheck) -> Iterator[pa.RecordBatch]:
         """The first range of a segment removed since planning, missing files ignored: where the segment below it

@@ -8,6 +8,15 @@ they reveal (a bad header, a broken chain) becomes an ``IssueItem`` that
 the executors turn into a row or an error like any other damage, so every
 mode treats it the same way.
 
+A segment header that fails its checks ends the log's walk (spec readers
+10.4, NEXT of 10.2.2): nothing above it is planned. Where the segment below
+it is read, its END checks that header first (protocols 8.4 step 1), so its
+walk reports it, at its commit point or at its first damage, and it is read
+in one piece to stop there; otherwise an ``IssueItem`` reports it. Each task
+reads the headers of the segments planned below its own again, and the
+successor's at END: a header that fails since planning ends the walk there
+as well (``RangeItem.segments``, ``reports_from``).
+
 A finished segment with a usable index is cut at checked entries, record
 boundaries a payload cannot fake; and when the source is given bounds of the
 rows a query can match, its read is narrowed to the checked entries around
@@ -64,12 +73,28 @@ class HoleCheck:
 
 @dataclass(frozen=True, slots=True)
 class RangeItem:
-    """A byte range of one version 2 segment."""
+    """A byte range of one version 2 segment.
+
+    ``segments``: the segments of the log the listing shows, lowest first,
+    a blank last one included (one tuple shared by the log's ranges): the
+    task checks the headers of those up to its own again, and its
+    successor's at END, since a header that fails ends the walk (spec
+    readers 10.4). ``reports_from``: on the segment's first range only, the
+    lowest segment whose header, failing when the task checks it, this range
+    reports (up to its own segment); a header just above a segment whose
+    walk reaches its commit point is reported there, by END. ``whole``: read
+    in one piece and never narrowed, since the walk of the reference ends in
+    it, at its commit point or its first damage, where END meets its
+    successor's failing header.
+    """
 
     file: SegmentFile
     range: SegmentRange
     partition_values: dict[str, Any]
     hole: HoleCheck | None = None  # the segment's first range only, where a hole is possible: one report per hole
+    segments: tuple[SegmentFile, ...] = ()
+    reports_from: int | None = None
+    whole: bool = False
 
     @property
     def weight(self) -> int:
@@ -151,12 +176,22 @@ class SegmentFacts:
         return 0 if self.segment_end is None else self.segment_end.last_timestamp_us
 
 
-def read_facts(storage: Storage, segment: SegmentFile, options: ReadOptions) -> SegmentFacts | None:
+def read_facts(
+    storage: Storage, segment: SegmentFile, options: ReadOptions, *, planned: bool = False
+) -> SegmentFacts | None:
+    """What the header of ``segment`` says, or why it fails its checks; None when the file is gone and missing
+    files are ignored. ``planned``: a segment a plan listed, read again by a task (``Storage.open_planned``, which
+    follows a plain file to the compressed copy that replaced it)."""
     facts = SegmentFacts(segment)
     try:
-        with storage.open(
-            segment.url, segment.compression, max_decompressed=options.max_decompressed, listed_size=segment.size
-        ) as source:
+        opened = (
+            storage.open_planned(segment.url, segment.compression, max_decompressed=options.max_decompressed)
+            if planned
+            else storage.open(
+                segment.url, segment.compression, max_decompressed=options.max_decompressed, listed_size=segment.size
+            )
+        )
+        with opened as source:
             facts.file_size = UNKNOWN_SIZE if segment.compression else source.size()
             facts.blank = is_blank(source)
             facts.head = source.read_at(0, HEADER_SIZE)
@@ -233,15 +268,21 @@ def plan_log(
         following = present.get(log + 1)
         settle_end(storage, present[log], following if following is not None and following.header else None, options)
     items: list[Item] = []
+    listed = tuple(segments[log].file for log in sorted(segments))  # a blank last segment too: it is listed
     previous: SegmentFacts | None = None
     previous_item: int | None = None  # where the previous segment's range is in ``items``
     for log in logs:
         facts = present[log]
         kept: bool | None = None  # keep(facts), once asked
         if facts.error is not None:
-            items.append(_file_issue(facts, values))
-            previous, previous_item = facts, None
-            continue
+            # A header that fails its checks ends the walk (spec readers 10.4): nothing above it is read.
+            below = None if previous_item is None else items[previous_item]
+            if previous_item is not None and isinstance(below, RangeItem) and below.file.log == log - 1:
+                # END of the segment below checks it first (protocols 8.4 step 1): that walk reports it.
+                items[previous_item] = dataclasses.replace(below, whole=True)
+            else:
+                items.append(_file_issue(facts, values))
+            break
         before = None if previous is None else previous.version2
         if previous is not None and before is not None and previous.segment_end is not None:
             successor = facts.header if log == before.log + 1 else None
@@ -279,7 +320,7 @@ def plan_log(
             hole = None
             if previous is not None and previous.version2 is not None and log == previous.version2.log + 1 < logs[-1]:
                 hole = HoleCheck(previous.file, logs[-1])
-            items.append(dataclasses.replace(_whole(facts, values(facts.file)), hole=hole))
+            items.append(dataclasses.replace(_whole(facts, values(facts.file)), hole=hole, segments=listed))
             previous_item = len(items) - 1
         previous = facts
     return items
@@ -294,7 +335,7 @@ def _file_issue(facts: SegmentFacts, values: Callable[[SegmentFile], dict[str, A
     """A segment that cannot be read at all: its header error, with 0 bytes skipped, as the reference's verify and
     the JVM source report it. No walk steps over a damaged header (spec readers 10.4), so no bytes of the segment
     were skipped by one, and of a compressed segment no more than its first 257 unpacked bytes are known (R-43):
-    its file size counts packed bytes, never segment offsets."""
+    its file size counts packed bytes, never segment offsets. The walk ends there: nothing above it is read."""
     assert facts.error is not None
     damage = Damage.from_error(facts.error, bytes_skipped=0, next_index=None)
     return IssueItem(damage, facts.file.url, True, values(facts.file))
@@ -326,8 +367,31 @@ def plan_read(
     if not options.report and options.ignore_corrupt:
         items = [item for item in items if not (isinstance(item, IssueItem) and item.file_level)]
     if bounds:
-        items = [narrowed(storage, item, bounds, options) if isinstance(item, RangeItem) else item for item in items]
-    return cut(items, options, lambda item, wanted: indexed_cuts(storage, item, wanted, options))
+        items = [
+            narrowed(storage, item, bounds, options) if isinstance(item, RangeItem) and not item.whole else item
+            for item in items
+        ]
+    return cut(with_reporters(items), options, lambda item, wanted: indexed_cuts(storage, item, wanted, options))
+
+
+def with_reporters(items: Sequence[Item]) -> list[Item]:
+    """The items, each segment's range told which failing headers it reports (``RangeItem.reports_from``).
+
+    A header failing when a task checks it is reported once, where the
+    reference's walk meets it: by END of the segment just below it, whose
+    range reaches its commit point; otherwise by the first range the plan
+    has above it, since no range is read in between.
+    """
+    lowest: dict[str, int] = {}  # of each log: the lowest segment the next range reports
+    chosen: list[Item] = []
+    for item in items:
+        if isinstance(item, RangeItem) and item.segments:
+            directory = item.file.directory
+            chosen.append(dataclasses.replace(item, reports_from=lowest.get(directory, item.segments[0].log)))
+            lowest[directory] = item.file.log + (2 if item.range.walks_over_commit else 1)
+        else:
+            chosen.append(item)
+    return chosen
 
 
 def _directory(storage: Storage, item: RangeItem, options: ReadOptions) -> PlannedDirectory:
@@ -375,7 +439,12 @@ def _piece(item: RangeItem, start: _Bound, stop: _Bound) -> RangeItem:
         start_asqn=whole.start_asqn if first else -1,  # a walk from an entry knows no previous asqn (A := -1)
         narrowed=whole.narrowed and last,
     )
-    return RangeItem(item.file, span, item.partition_values, item.hole if first else None)
+    return dataclasses.replace(
+        item,
+        range=span,
+        hole=item.hole if first else None,
+        reports_from=item.reports_from if first else None,
+    )
 
 
 def task_count(total: int, options: ReadOptions) -> int:
@@ -429,7 +498,8 @@ def cut(items: Sequence[Item], options: ReadOptions, snap: Snap | None = None) -
         cost = _cost(item, open_cost)
         while task < tasks - 1 and task_end(task) <= position:
             task += 1
-        if isinstance(item, RangeItem) and item.file.compression is None and item.weight >= open_cost:
+        splits = isinstance(item, RangeItem) and item.file.compression is None and not item.whole
+        if isinstance(item, RangeItem) and splits and item.weight >= open_cost:
             end = min(item.range.stop, item.range.readable_end)
             wanted: list[tuple[int, int]] = []  # (task, offset): where the tasks' ends fall in the range
             while task < tasks - 1 and task_end(task) < position + cost:

@@ -86,9 +86,9 @@ def segment_batches(data: bytes, builder: BatchBuilder, options: ReadOptions, ur
         error.located(path=url)
         if not options.tolerant:
             raise
-        yield builder.damage(
-            Damage.from_error(error, bytes_skipped=len(data), next_index=None), b"", options.corrupt_rows
-        )
+        if options.mode != "DROPMALFORMED" or options.report:
+            # No walk steps over a damaged header (spec readers 10.4): 0 bytes skipped, as the data sources say.
+            yield builder.damage(Damage.from_error(error, bytes_skipped=0, next_index=None), b"", options.corrupt_rows)
         return
     if isinstance(header, LegacyHeaderInfo):
         yield from _legacy_batches(data, header.log, builder, options, url)

@@ -18,7 +18,7 @@ a property test requires both to return the same run for every input.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import crc32c
@@ -30,6 +30,7 @@ from openbinlog import Damage, Entry, _accel
 from openbinlog._crc import mask
 from openbinlog._format import MAX_RECORD_LENGTH, RECORD_HEADER_SIZE, RecordHeader
 from openbinlog._segment import LegacyHeaderInfo, SegmentHeaderInfo
+from openbinlog.errors import BinlogError
 from openbinlog.walk import SegmentEnd, SegmentWalk, Source, Split, find_boundary, next_segment
 
 CHUNK_BYTES = 8 << 20
@@ -120,6 +121,13 @@ class SegmentRange:
         """S' of spec 10.4: bytes beyond the segment end or the file are never read."""
         return min(self.end.offset, self.file_size)
 
+    @property
+    def walks_over_commit(self) -> bool:
+        """The range's walk reaches the commit point C, where END checks the successor's header (spec readers
+        10.2.2, WALK step 2.1)."""
+        commit = self.end.commit_offset
+        return self.start <= commit and (self.stop > commit or self.stop >= self.end.offset)
+
 
 @dataclass(slots=True)
 class RecordRun:
@@ -159,10 +167,20 @@ class RecordRun:
 
 @dataclass(frozen=True, slots=True)
 class DamagedRegion:
-    """A damaged region of committed data and the bytes stepped over."""
+    """A damaged region of committed data and the bytes stepped over; ``ends_walk``: a segment header that fails
+    its checks, where the walk ends (spec readers 10.4)."""
 
     damage: Damage
     raw: bytes
+    ends_walk: bool = False
+
+
+class _EndFails(Exception):
+    """END met a successor header that fails its checks (protocols 8.4 step 1): the walk ends there."""
+
+    def __init__(self, error: BinlogError) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 def _walk_lengths(buf: bytes, end: int) -> tuple[list[int], list[int], list[int], int]:
@@ -312,6 +330,16 @@ class RangeWalker:
 
     ``tolerant``: step over damage as spec 10.4 says and report it;
     otherwise raise the first damage's typed error, located at the file.
+
+    ``successor_failure``: END's check of the successor's header (protocols
+    8.4 step 1), made where the reference's walk makes END: at the commit
+    point C, and at a resynchronisation (spec readers 10.2.2, RESYNC step 1).
+    Its error (a header that fails) ends the walk there, before the check of
+    R-39, without the record damage that asked for END; it is reported by
+    the range whose walk goes over C, as a ``DamagedRegion`` that
+    ``ends_walk`` in either mode (the caller decides whether it is an error),
+    and the others end without a report. A range that starts beyond C (the
+    tail of a finished segment) then reads nothing.
     """
 
     def __init__(
@@ -323,6 +351,7 @@ class RangeWalker:
         tolerant: bool,
         chunk_bytes: int = CHUNK_BYTES,
         max_raw_bytes: int = 1 << 16,
+        successor_failure: Callable[[], BinlogError | None] | None = None,
     ) -> None:
         self.source = source
         self.rng = rng
@@ -330,6 +359,7 @@ class RangeWalker:
         self.tolerant = tolerant
         self.chunk_bytes = chunk_bytes
         self.max_raw_bytes = max_raw_bytes
+        self.successor_failure = successor_failure
         # Where the walk ended and what it expected there: a streaming offset.
         self.position = rng.start
         self.next_index = rng.start_index
@@ -361,6 +391,10 @@ class RangeWalker:
             self.position = rng.readable_end
             return
         start, index, asqn, split = planned
+        commit = rng.end.commit_offset
+        if start > commit and self.successor_failure is not None and self.successor_failure() is not None:
+            self.position = start
+            return  # the walk of the segment ended at C, where END met the failing header
         walk = SegmentWalk(
             self.source,
             path=self.path,
@@ -371,13 +405,21 @@ class RangeWalker:
             last_asqn=asqn,
             tolerant=self.tolerant,
             split=split,
+            refresh=None if self.successor_failure is None else self._end,
         )
         reported = 0
         while True:
             self.position, self.next_index = walk.offset, walk.next_index
             if rng.narrowed and split is not None and walk.offset == split.walk_to:
                 break  # landed on the checked entry beyond the query's rows: nothing after it is wanted
-            part = walk.next_run(ARROW_RUNS, chunk=self.chunk_bytes)
+            try:
+                part = walk.next_run(ARROW_RUNS, chunk=self.chunk_bytes)
+            except _EndFails as ended:
+                for damage in walk.damage[reported:]:
+                    yield self._region(damage)
+                if split is None or split.walk_to > commit:  # this range's walk goes over C: the report is its
+                    yield DamagedRegion(Damage.from_error(ended.error, bytes_skipped=0, next_index=None), b"", True)
+                return
             for damage in walk.damage[reported:]:
                 yield self._region(damage)
             reported = len(walk.damage)
@@ -389,6 +431,14 @@ class RangeWalker:
             broken = self._chain_break(rng.chain, walk)
             if broken is not None:
                 yield broken
+
+    def _end(self) -> SegmentEnd:
+        """END of the segment in a range: the successor's header checked again; the end is the one planned."""
+        assert self.successor_failure is not None
+        error = self.successor_failure()
+        if error is not None:
+            raise _EndFails(error)
+        return self.rng.end
 
     def _chain_break(self, chain: ChainCheck, walk: SegmentWalk) -> DamagedRegion | None:
         """The chain check at S with the walk's own expected index (after damage it may lag the end index)."""

@@ -12,7 +12,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from openbinlog import Damage, Reader, Writer, build_indexes
+from openbinlog import BinlogError, Damage, Reader, Writer, build_indexes
 from openbinlog._format import HEADER_SIZE, SEGMENT_NAME
 from openbinlog._records import encode_record
 from openbinlog._segment import CommitState, build_header, encode_slot
@@ -39,6 +39,25 @@ def reference(path: Path | str) -> tuple[list[Record], list[DamageRow]]:
     with Reader(path, tolerant=True) as reader:
         records = sorted(record_of(entry) for entry in reader)
         return records, [damage_of(damage) for damage in reader.damage]
+
+
+def reference_to_its_end(path: Path | str) -> tuple[list[Record], list[DamageRow], BinlogError | None]:
+    """What the reference tolerant Reader returns before its walk ends: the records, the damage it steps over, and
+    the error that ends it (a segment header that fails its checks is never stepped over, spec readers 10.4), or
+    None where it reads to the end of the log."""
+    records: list[Record] = []
+    with Reader(path, tolerant=True) as reader:
+        try:
+            records.extend(record_of(entry) for entry in reader)
+        except BinlogError as error:
+            return sorted(records), [damage_of(damage) for damage in reader.damage], error
+        return sorted(records), [damage_of(damage) for damage in reader.damage], None
+
+
+def row_of(error: BinlogError) -> DamageRow:
+    """The damage row of a segment header that fails its checks: no walk steps over it, so 0 bytes skipped and no
+    index resumed at."""
+    return (error.error_class, error.log, error.offset, error.index, 0, None)
 
 
 def strict_reference(path: Path | str) -> list[Record]:

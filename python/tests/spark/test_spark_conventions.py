@@ -140,7 +140,7 @@ def test_spark_ignore_corrupt_and_missing_files_settings_apply_unless_the_read_s
     paths = [str(directory), str(tmp_path / "gone")]
     with session_settings(spark, spark_sql_files_ignoreCorruptFiles="true", spark_sql_files_ignoreMissingFiles="true"):
         records, damages = collected(spark.read.format("binlog").load(paths))
-        assert (len(records), damages) == (160, [])
+        assert (len(records), damages) == (80, [])  # segment 1's: the damaged header still ends the walk
         strict = spark.read.format("binlog").option("ignoreCorruptFiles", "false").load(str(directory))
         assert [damage[:2] for damage in collected(strict)[1]] == [("bad_header", 2)]
     assert [damage[:2] for damage in collected(spark.read.format("binlog").load(str(directory)))[1]] == [

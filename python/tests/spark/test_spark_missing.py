@@ -1,9 +1,11 @@
-"""Files of the Python source (``binlog``) removed or compressed between planning and reading, read by both sources.
+"""Files of the Python source (``binlog``) removed, compressed or damaged between planning and reading, read by both
+sources.
 
 The JVM source's behaviour is ``test_jvm_missing``'s; here each case is read by both sources from the same kind of
 log, planned, then changed, then read, and the rows (damage rows included, the ``file`` column aside) must agree:
-a segment removed from the middle of a log is one ``chain_broken`` report, never a silent gap, and a segment
-compressed meanwhile is read from its compressed copy.
+a segment removed from the middle of a log is one ``chain_broken`` report, never a silent gap, a segment
+compressed meanwhile is read from its compressed copy, and a segment header that fails its checks since planning
+ends the walk there, as in a fresh read.
 """
 
 from __future__ import annotations
@@ -11,18 +13,32 @@ from __future__ import annotations
 import gzip
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from binlog_frames import reference_to_its_end
 from pyspark.sql import SparkSession
-from test_jvm_missing import FIXTURES, JVM, MODES, NOT_FOUND, SEGMENTS, _after_planning, _log, _reader, _without_file
+from test_jvm_missing import (
+    FIXTURES,
+    HEADER_CHANGES,
+    JVM,
+    MODES,
+    NOT_FOUND,
+    SEGMENTS,
+    _after_planning,
+    _flip_header_byte,
+    _log,
+    _reader,
+    _without_file,
+)
 from test_jvm_paths import _row
 from test_spark_pushdown_queries import per_query  # noqa: F401 - a fixture
 from test_spark_semantics import build_log
 
-from openbinlog import compress_segments
+from openbinlog import build_indexes, compress_segments
 
 SOURCES = (JVM, "binlog")
 
@@ -37,14 +53,16 @@ def _read_both(
     where: str = "true",
     make: Callable[[Path], Path] = _log,
     python: str = "binlog",
+    options: Mapping[str, str] | None = None,
 ) -> dict[str, list[tuple[Any, ...]] | str]:
     """For each source, the rows (without ``file``) of its own copy of a log ``make`` builds, read after planning
     and ``change``; or, where the read fails, the text of its error. ``python``: the name the Python source is
-    read by (``per_query``'s prunes by the filters pushed, as Spark 5 lets it)."""
+    read by (``per_query``'s prunes by the filters pushed, as Spark 5 lets it); ``options``: more of the read's."""
     found: dict[str, list[tuple[Any, ...]] | str] = {}
     for source in SOURCES:
         log = make(tmp_path / source / "log")
-        frame = _reader(spark, python if source == "binlog" else source, mode, ignore).load(str(log)).where(where)
+        reader = _reader(spark, python if source == "binlog" else source, mode, ignore).options(**(options or {}))
+        frame = reader.load(str(log)).where(where)
         try:
             found[source] = _without_file(frame, _after_planning(frame, lambda log=log: change(log)))
         except Exception as error:  # the failure is compared below
@@ -255,3 +273,107 @@ def test_a_segment_of_a_log_read_whole_compressed_after_planning_is_read_from_it
     assert isinstance(found[JVM], list)
     whole = _reader(spark, "binlog", "PERMISSIVE", ignore).load(str(FIXTURES / "legacy_cutover_chain"))
     assert len(found[JVM]) == whole.count()
+
+
+def _ended_alike(found: dict[str, list[tuple[Any, ...]] | str], log: Path, mode: str, number: int = 2) -> None:
+    """Both sources read what the reference reads now: the records before the header of segment ``number``, which
+    fails its checks, and one damage row for it (none in DROPMALFORMED), or in FAILFAST its error."""
+    records, damages, ended = reference_to_its_end(log)
+    assert ended is not None and ended.log == number and damages == []
+    if mode == "FAILFAST":
+        for source in SOURCES:
+            assert isinstance(found[source], str), source
+            assert re.search(rf"\b{ended.error_class}\b", found[source]), source
+            assert re.search(rf"\blog[= ]{number},? offset[= ]{ended.offset}\b", found[source]), source
+        return
+    assert found[JVM] == found["binlog"]
+    assert isinstance(found[JVM], list)
+    damage_rows = [row for row in found[JVM] if mode == "PERMISSIVE" and row[-1] is not None]  # _error is last
+    assert sorted(row[:3] for row in found[JVM] if row not in damage_rows) == [record[:3] for record in records]
+    assert len(damage_rows) == (mode == "PERMISSIVE")
+
+
+@pytest.mark.parametrize("split", ["1k", "64m"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("change", sorted(HEADER_CHANGES))
+def test_a_segment_header_failing_after_planning_ends_the_walk_there_in_both_sources(
+    spark: SparkSession, tmp_path: Path, change: str, mode: str, split: str
+) -> None:
+    """Segment 2 of three changed after planning so that its header fails: the Python source read it by the header
+    planning had read, and segment 3 after it, as if the log went on. Now each task reads the headers of the segments
+    below its own again, and END the successor's: the rows are a fresh read's and the JVM source's. (With
+    ignoreMissingFiles: segment 3 renamed into segment 2's place is gone, and its part in the JVM source looks for
+    it before it finds the walk ended below it.)"""
+    found = _read_both(spark, tmp_path, mode, True, HEADER_CHANGES[change], options={"maxPartitionBytes": split})
+    _ended_alike(found, tmp_path / "binlog" / "log", mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_first_segment_header_failing_after_planning_is_reported_by_its_first_range_in_both_sources(
+    spark: SparkSession, tmp_path: Path, mode: str
+) -> None:
+    """No segment below it: the first range of segment 1 reports it, once, however many ranges the segment has."""
+    found = _read_both(spark, tmp_path, mode, False, partial(_flip_header_byte, number=1))
+    records, _, ended = reference_to_its_end(tmp_path / "binlog" / "log")
+    assert records == [] and ended is not None
+    _ended_alike(found, tmp_path / "binlog" / "log", mode, 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_tail_of_an_unsealed_segment_is_not_read_when_its_successor_header_fails_after_planning(
+    spark: SparkSession, tmp_path: Path, mode: str
+) -> None:
+    """Segment 1 is not sealed: planning found its end past its commit point, below segment 2's base index (spec
+    protocols 8.4), and a range of its tail starts beyond that point. Segment 2's header damaged after planning, END
+    of segment 1 fails at the commit point: records 3 and 4 beyond it are not read, by no range."""
+
+    def unsealed(log: Path) -> Path:
+        shutil.copytree(FIXTURES / "finished_segment_unpublished_records", log)
+        return log
+
+    found = _read_both(
+        spark,
+        tmp_path,
+        mode,
+        False,
+        partial(_flip_header_byte, number=2),
+        make=unsealed,
+        options={"maxPartitionBytes": "50", "openCostInBytes": "1"},
+    )
+    records, _, _ = reference_to_its_end(tmp_path / "binlog" / "log")
+    assert [record[2] for record in records] == [1, 2]
+    _ended_alike(found, tmp_path / "binlog" / "log", mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_first_segment_header_failing_after_planning_is_reported_by_a_read_narrowed_past_its_start(
+    spark: SparkSession,
+    per_query: str,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    mode: str,
+) -> None:
+    """A filter on index narrows the read of segment 1 to the checked entries around its rows, so its first range
+    starts past its first record: that range still reports the header of segment 1, damaged after planning, and the
+    FAILFAST read fails, as a fresh read does."""
+
+    def indexed(log: Path) -> Path:
+        build_log(log, records=30, cut_every=10)
+        build_indexes(log, interval=512)
+        return log
+
+    found = _read_both(
+        spark,
+        tmp_path,
+        mode,
+        True,
+        partial(_flip_header_byte, number=1),
+        where="index >= 5",
+        make=indexed,
+        python=per_query,
+    )
+    _, _, ended = reference_to_its_end(tmp_path / "binlog" / "log")
+    assert ended is not None and ended.log == 1
+    if mode == "FAILFAST":
+        _ended_alike(found, tmp_path / "binlog" / "log", mode, 1)
+    else:
+        assert found[JVM] == found["binlog"] == []  # the damage row has no index: the filter leaves it out

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from binlog_frames import collected, reference
-from logtools import segment
+from logtools import flip_bit, segment
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from test_spark_semantics import damaged_log
+from test_spark_semantics import build_log, damaged_log
 
 from openbinlog._records import encode_record
 from openbinlog.errors import BadHeaderError
@@ -95,3 +95,34 @@ def test_a_segment_in_a_column_checks_its_slot_against_the_records(tmp_path: Pat
     errors = [row for batch in batches for row in batch.column(ERROR_COLUMN).to_pylist() if row is not None]
     assert [(error["error_class"], error["resume_index"]) for error in errors] == [("bad_header", 7)]
     assert sum(batch.num_rows for batch in batches) == 5 + 1  # the five records and the damage row
+
+
+def test_a_damaged_segment_header_in_a_column_is_a_damage_row_of_0_bytes_skipped(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Its row gave the segment's size as bytes_skipped, where the data sources give 0: no walk steps over a damaged
+    header (spec readers 10.4), so none of its bytes were skipped by one (conformance 3.1)."""
+    directory = build_log(tmp_path / "log", records=30, cut_every=10)
+    flip_bit(segment(directory, 2), 70)
+    files = spark.read.format("binaryFile").option("pathGlobFilter", "*.dat").load(str(directory))
+    nested = files.select(F.explode(segment_records("content")).alias("record")).select("record.*")
+    damaged = nested.where("error_class is not null").collect()
+    assert [(row.error_class, row.offset, row.bytes_skipped) for row in damaged] == [("bad_header", 92, 0)]
+    flat = [damage[2:] for damage in collected(explode_segments(files))[1]]
+    source = [damage[2:] for damage in collected(spark.read.format("binlog").load(str(directory)))[1]]
+    assert flat == source == [(92, None, 0, None)]
+
+
+def test_dropmalformed_explode_segments_gives_no_row_for_a_damaged_segment_header(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """DROPMALFORMED dropped the damage of records but not a damaged header's, which came out as a row of the record
+    schema with a null payload and index: a record that is not in the log."""
+    directory = build_log(tmp_path / "log", records=30, cut_every=10)
+    flip_bit(segment(directory, 2), 70)
+    files = spark.read.format("binaryFile").option("pathGlobFilter", "*.dat").load(str(directory))
+    rows = explode_segments(files, mode="DROPMALFORMED").collect()
+    assert [row for row in rows if row.payload is None] == []
+    assert sorted((row.log, row["index"]) for row in rows) == [
+        (log, index) for log in (1, 3) for index in range(10 * log - 9, 10 * log + 1)
+    ]
