@@ -135,18 +135,25 @@ def test_shared_append_writes_under_the_append_lock_syncs_outside_it_then_publis
     ]
 
 
-class _AppendsBeforeItsSync(RecordingFileSystem):
-    """A recording file system whose next ``fdatasync`` first lets another writer append: records written after
-    this writer's, published by that writer before this one publishes."""
+class _AppendsMeanwhile(RecordingFileSystem):
+    """A recording file system that lets another writer append once, at a moment of this writer's batch: ``before``
+    its sync (records written after this writer's, published before this one publishes), or before it takes the
+    append lock ``after`` its sync (after the lock-free read of step 7 found the batch unpublished)."""
 
-    def __init__(self) -> None:
+    def __init__(self, moment: str) -> None:
         super().__init__()
+        self.moment = moment
         self.meanwhile: list[Callable[[], object]] = []
 
     def fdatasync(self, fd: int) -> None:
-        while self.meanwhile:
+        if self.moment == "before" and self.meanwhile:
             self.meanwhile.pop()()
         super().fdatasync(fd)
+
+    def lock_append(self, fd: int) -> None:
+        if self.moment == "after" and self.meanwhile and self.ops and self.ops[-1][0] == "fdatasync":
+            self.meanwhile.pop()()
+        super().lock_append(fd)
 
 
 @pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
@@ -160,7 +167,7 @@ def test_a_shared_batch_another_writer_published_takes_no_lock_to_publish(
     if not compiled:
         monkeypatch.setattr(_accel, "shared_write", None)
         monkeypatch.setattr(_accel, "shared_publish", None)
-    fs = _AppendsBeforeItsSync()
+    fs = _AppendsMeanwhile("before")
     with Writer(log_dir, fs=fs) as first, Writer(log_dir) as second:
         first.append(b"opens")
         fs.meanwhile.append(lambda: second.append(b"after it"))
@@ -178,20 +185,6 @@ def test_a_shared_batch_another_writer_published_takes_no_lock_to_publish(
     assert ref.index == 2
 
 
-class _AppendsBeforeItsPublication(RecordingFileSystem):
-    """A recording file system that lets another writer append just before this writer takes the append lock
-    after its sync: after the lock-free read of step 7 found the batch unpublished."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.meanwhile: list[Callable[[], object]] = []
-
-    def lock_append(self, fd: int) -> None:
-        if self.meanwhile and self.ops and self.ops[-1][0] == "fdatasync":
-            self.meanwhile.pop()()
-        super().lock_append(fd)
-
-
 @pytest.mark.skipif(not SHARED_SYNC_SUPPORTED, reason="shared syncs need Linux 4.13 and OFD locks")
 @pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.spec("W-43")
@@ -203,7 +196,7 @@ def test_a_shared_batch_published_between_its_lock_free_read_and_the_lock_writes
     if not compiled:
         monkeypatch.setattr(_accel, "shared_write", None)
         monkeypatch.setattr(_accel, "shared_publish", None)
-    fs = _AppendsBeforeItsPublication()
+    fs = _AppendsMeanwhile("after")
     with Writer(log_dir, fs=fs) as first, Writer(log_dir) as second:
         first.append(b"opens")
         fs.meanwhile.append(lambda: second.append(b"after it"))

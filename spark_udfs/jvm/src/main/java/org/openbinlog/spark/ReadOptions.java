@@ -158,8 +158,9 @@ final class ReadOptions implements Serializable {
                     + "Python source's, format(\"binlog\") or openbinlog_spark.corruption_report");
         }
         if (flag(lower, "ignoreCorruptFiles", false)) {
-            throw new OptionException("option ignoreCorruptFiles is not supported by binlog-jvm: a damaged segment "
-                    + "header ends its log's walk (spec readers §10.4), where format(\"binlog\") skips the segment");
+            throw new OptionException("option ignoreCorruptFiles is not supported by binlog-jvm: format(\"binlog\")"
+                    + " drops the damage row of a segment header that fails its checks, whose log's walk ends there in"
+                    + " both sources (spec readers §10.4); this source always reports that damage");
         }
     }
 
