@@ -82,12 +82,19 @@ def compress_segments(
     path = os.fspath(directory)
     require_log_directory(path)
     if dry_run:
-        logs = _without_blank_top(path, list_segments(path))
-        return [
-            Compressed(log, os.path.join(path, segment_name(log)) + f".{codec}", os.path.getsize(plain), 0)
-            for log, plain in ((log, os.path.join(path, segment_name(log))) for log in logs[:-1])
-            if os.path.exists(plain) and _sealed_v2(path, log)
-        ]
+        planned: list[Compressed] = []
+        for log in _without_blank_top(path, list_segments(path))[:-1]:
+            plain = os.path.join(path, segment_name(log))
+            try:
+                size = os.stat(plain).st_size
+                if _sealed_v2(path, log):
+                    planned.append(Compressed(log, f"{plain}.{codec}", size, 0))
+            except FileNotFoundError:
+                continue  # compressed or removed since the listing
+            except NotALogError:
+                if os.path.exists(plain):
+                    raise
+        return planned
     done: list[Compressed] = []
     with Writer(path, verify_on_open=False) as writer:
         with writer.exclusive():  # listed after the writer's clean-up: no blank last segment is left to count (2.6)
@@ -145,6 +152,8 @@ def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed
             # Step 3, only while the original is still the segment: retention may have removed it.
             if not fs.names(plain, fs.identity(source)):
                 return None
+            # Sized here, from the held copy: once the lock is let go, retention may remove the target.
+            packed_bytes = os.fstat(out).st_size
             if not os.path.exists(target):
                 os.link(temp, target)
             os.unlink(temp)
@@ -167,7 +176,7 @@ def _compress_one(writer: Writer, path: str, log: int, codec: str) -> Compressed
             os.close(source)
             if out >= 0:
                 os.close(out)
-    return Compressed(log, target, original_bytes, os.path.getsize(target))
+    return Compressed(log, target, original_bytes, packed_bytes)
 
 
 def _check_records(path: str, log: int) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,32 @@ def test_compression_never_brings_back_a_segment_retention_removed(
     assert _names(log_dir) == {"00000003.dat"}
     report = verify(log_dir)
     assert report.ok, report.damage
+    assert [e.payload for e in read_entries(log_dir)] == [b"d"]
+
+
+@pytest.mark.spec("W-36")
+def test_compression_reports_a_copy_retention_removed_as_soon_as_the_lock_was_let_go(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _two_sealed_and_a_last(log_dir)
+    plain_1 = log_dir / "00000001.dat"
+    struck: list[int] = []
+
+    class RetentionAtEveryRelease(Writer):
+        @contextlib.contextmanager
+        def exclusive(self) -> Iterator[None]:
+            with super().exclusive():
+                yield
+            if not plain_1.exists() and not struck:  # segment 1's copy is in place and the lock is free
+                struck.append(0)  # retention's own writer is this class too: strike once
+                struck.extend(d.log for d in retain(log_dir, max_bytes=0) if d.remove)
+
+    monkeypatch.setattr(maintenance, "Writer", RetentionAtEveryRelease)
+    done = compress_segments(log_dir)
+    assert struck == [0, 1, 2]
+    assert [c.log for c in done] == [1]  # segment 2 was gone before its turn
+    assert done[0].compressed_bytes > 0
+    assert _names(log_dir) == {"00000003.dat"}
     assert [e.payload for e in read_entries(log_dir)] == [b"d"]
 
 
