@@ -16,7 +16,7 @@ from ._format import HEADER_SIZE, segment_name
 from ._fs import OsFileSystem, sync_directory
 from ._recovery import RecoveryAction
 from ._segment import LegacyHeaderInfo
-from ._segment_file import SegmentFile, list_segments, require_log_directory
+from ._segment_file import LocalDirectory, SegmentFile, list_segments, require_log_directory
 from ._split import read_split
 from ._subscribers import fix_checkpoints, list_subscribers, segment_last_index
 from ._verify import recover, verify
@@ -224,7 +224,7 @@ def retain(
     require_log_directory(path)
     now = time.time_ns() // 1000 if now_us is None else now_us
     if dry_run:
-        return _retention_decisions(path, max_age_seconds=max_age_seconds, max_bytes=max_bytes, now=now)
+        return _decisions_unlocked(path, max_age_seconds=max_age_seconds, max_bytes=max_bytes, now=now)
     with Writer(path, verify_on_open=False) as writer:
         with writer.exclusive():
             decisions = _retention_decisions(path, max_age_seconds=max_age_seconds, max_bytes=max_bytes, now=now)
@@ -232,6 +232,26 @@ def retain(
         if doomed:
             writer.drop_segments(before_log=doomed[-1] + 1)
     return decisions
+
+
+def _decisions_unlocked(
+    path: str, *, max_age_seconds: float | None, max_bytes: int | None, now: int
+) -> list[RetentionDecision]:
+    """The decisions of a dry run, made holding no lock: a retention running meanwhile removes segments
+    listed here, and the decisions are made again from a fresh listing. A segment that fails twice, or
+    that still has a name, is an error: no listing goes on naming a removed segment."""
+    removed: set[int] = set()
+    while True:
+        try:
+            return _retention_decisions(path, max_age_seconds=max_age_seconds, max_bytes=max_bytes, now=now)
+        except NotALogError as exc:
+            if exc.log is None or exc.log in removed:
+                raise
+            still = LocalDirectory(path).open(exc.log)
+            if still is not None:
+                still.close()
+                raise
+            removed.add(exc.log)
 
 
 def _retention_decisions(

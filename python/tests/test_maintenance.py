@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from logtools import append_raw, flip_bit, legacy_segment, log_dir, read_entries, segment, tree_digest, write_log
@@ -478,6 +479,47 @@ def test_verify_skips_a_segment_retention_removed_after_its_listing(
     assert report.ok, report.damage
     assert [s.log for s in report.segments] == [2, 3]
     assert [s.log for s in stat(log_dir)] == [2, 3]  # listed [1, 2, 3] too
+
+
+def test_a_retention_dry_run_decides_again_when_retention_removed_a_segment_it_listed(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen in a stress run: ``retain --dry-run`` beside ``retain`` failed on a segment removed since its listing."""
+    write_log(log_dir, [b"a", None, b"b", None, b"c", None, b"d"])
+    add_subscriber(log_dir, "archiver")
+    with Subscriber(log_dir, "archiver") as subscriber:
+        subscriber.commit(next(subscriber))  # segment 1 consumed, segment 2 needed
+    assert [d.log for d in retain(log_dir, max_bytes=0) if d.remove] == [1]
+    fresh = [(d.log, d.remove, d.reason) for d in retain(log_dir, max_bytes=0, dry_run=True)]
+    listed = maintenance.list_segments
+
+    stale = [1]
+    forever = False
+
+    def listed_before_retention(path: str) -> list[int]:
+        logs = [*stale, *listed(path)]
+        if not forever:
+            stale.clear()  # the listing after it is fresh
+        return logs
+
+    monkeypatch.setattr(maintenance, "list_segments", listed_before_retention)
+    calls = []
+    decide = maintenance._retention_decisions
+
+    def counted(path: str, **policy: Any) -> list[maintenance.RetentionDecision]:
+        calls.append(policy)
+        return decide(path, **policy)
+
+    monkeypatch.setattr(maintenance, "_retention_decisions", counted)
+    assert [(d.log, d.remove, d.reason) for d in retain(log_dir, max_bytes=0, dry_run=True)] == fresh
+    assert fresh == [(2, False, "needed by archiver")]
+    assert len(calls) == 2  # once from the stale listing, once from a fresh one
+    assert _names(log_dir) >= {"00000002.dat", "00000003.dat", "00000004.dat"}
+    stale.append(1)
+    forever = True
+    with pytest.raises(NotALogError) as failed:  # a listing that names the removed segment again: no endless retry
+        retain(log_dir, max_bytes=0, dry_run=True)
+    assert failed.value.log == 1
 
 
 def test_repair_keeps_a_checkpoint_retention_made_point_just_before_the_first_record(log_dir: Path) -> None:
