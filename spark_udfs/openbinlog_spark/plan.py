@@ -438,6 +438,7 @@ def _piece(item: RangeItem, start: _Bound, stop: _Bound) -> RangeItem:
         start_index=whole.start_index if first or start.index is None else start.index,
         start_asqn=whole.start_asqn if first else -1,  # a walk from an entry knows no previous asqn (A := -1)
         narrowed=whole.narrowed and last,
+        opens=whole.opens and first,
     )
     return dataclasses.replace(
         item,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import gzip
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +85,16 @@ def _damage_order(row: DamageRow) -> tuple[int, int, str]:
     return (row[1] or 0, row[2] or 0, row[0])
 
 
-def read_in_process(log: Path, mode: str, options: dict[str, str]) -> Any:
-    """The Python source's rows, planned and read in this process, or the error (class, log, offset) it fails with."""
+def read_in_process(
+    log: Path,
+    mode: str,
+    options: dict[str, str],
+    between: Callable[[], object] | None = None,
+) -> Any:
+    """The Python source's rows, planned and read in this process, or the error (class, log, offset) it fails with;
+    ``between``: a change made after planning."""
     try:
-        records, damages, _ = planned(log, mode=mode, **options)
+        records, damages, _ = planned(log, mode=mode, between=between, **options)
     except BinlogError as error:
         return error.error_class, error.log, error.offset
     return records, damages
@@ -124,6 +131,36 @@ def test_damage_below_a_damaged_header_ends_the_walk_there_as_the_reference_does
     segment.write_bytes(bytes(data))
     damage_header(log, 2, "plain")
     assert read_in_process(log, mode, task_options(log, tasks)) == expected(log, mode)
+    records, damages, ended = reference_to_its_end(log)
+    assert (len(records), damages, ended and ended.error_class) == (record, [], "bad_header")
+
+
+def damage_record(log: Path, number: int, record: int) -> None:
+    """A payload byte of the ``record``-th record of segment ``number`` flipped: checksum_mismatch."""
+    entry = [entry for entry in read_entries(log) if entry.log == number][record]
+    segment = log / f"{number:08d}.dat"
+    data = bytearray(segment.read_bytes())
+    data[entry.offset + 45] ^= 0x10
+    segment.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("tasks", [3, 7])
+@pytest.mark.parametrize("record", [0, 4, 20])
+@pytest.mark.parametrize("mode", MODES)
+def test_damage_below_a_header_failing_after_planning_ends_every_range_of_the_segment_there(
+    tmp_path: Path, mode: str, record: int, tasks: int
+) -> None:
+    """A record of segment 1 damaged, then, after planning, segment 2's header: segment 1 was cut into ranges, since
+    its successor's header passed at planning. The reference's walk makes END at the damage, which meets the failing
+    header and ends the walk there. The ranges of segment 1 between the damage and its commit point returned their
+    records; now, the successor's header failing when they start, the first range walks the segment alone, as
+    planning plans it, and the other ranges read nothing."""
+    log = build_log(tmp_path / "log", records=60, cut_every=30)
+    damage_record(log, 1, record)
+    options = task_options(log, tasks)
+    assert planned(log, **options)[2] > 1  # segment 1 is cut into ranges read by several tasks
+    found = read_in_process(log, mode, options, between=partial(damage_header, log, 2, "plain"))
+    assert found == expected(log, mode)
     records, damages, ended = reference_to_its_end(log)
     assert (len(records), damages, ended and ended.error_class) == (record, [], "bad_header")
 
