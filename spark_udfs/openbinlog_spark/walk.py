@@ -347,6 +347,10 @@ class RangeWalker:
     ends at the first record damage (a tolerant walk makes END there,
     RESYNC step 1) or at C, and a range that starts after that damage cannot
     know of it.
+
+    The chain check at S (spec 8.6) is made by the range whose walk reaches
+    S: the last range, or the one before it when no boundary follows its stop
+    (the last range then starts inside the last record and reads nothing).
     """
 
     def __init__(
@@ -440,7 +444,7 @@ class RangeWalker:
                 break  # at S, or at the split's end
             yield part
         self.position, self.next_index = walk.offset, walk.next_index
-        if rng.chain is not None and split is None and walk.at_end:
+        if rng.chain is not None and (split is None or split.walk_to >= rng.end.offset) and walk.at_end:
             broken = self._chain_break(rng.chain, walk)
             if broken is not None:
                 yield broken
