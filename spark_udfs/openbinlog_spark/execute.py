@@ -132,7 +132,7 @@ class ItemReader:
             if item.file.compression is not None:
                 span = dataclasses.replace(span, file_size=source.size())
             if span.chain is not None and not span.chain.successor_read:
-                span = dataclasses.replace(span, chain=self._chain_now(span.chain))
+                span = dataclasses.replace(span, chain=self._chain_now(span.chain, item.segments))
             walker = RangeWalker(
                 source,
                 span,
@@ -222,18 +222,39 @@ class ItemReader:
         except BinlogError as error:  # the segment below changed since planning: damage of its own
             yield from self._damage(builder, Damage.from_error(error, bytes_skipped=0, next_index=None), b"")
             return
-        if boundary.error is not None:
-            resume = self._base_index(now, boundary.next_log)
-            yield from self._damage(builder, Damage.from_error(boundary.error, bytes_skipped=0, next_index=resume), b"")
+        if boundary.error is None:
+            return
+        failure = self._broken_into(boundary.next_log, item.segments)
+        if failure is not None:  # BROKEN reports K's header instead, where the walk ends (spec readers 10.2.2)
+            if item.reports_from is not None and failure.log is not None and failure.log >= item.reports_from:
+                damage = Damage.from_error(failure, bytes_skipped=0, next_index=None)
+                yield from self._header_failed(damage, item.file.url, item.partition_values)
+            return
+        resume = self._base_index(now, boundary.next_log)
+        yield from self._damage(builder, Damage.from_error(boundary.error, bytes_skipped=0, next_index=resume), b"")
 
-    def _chain_now(self, chain: ChainCheck) -> ChainCheck:
+    def _broken_into(self, log: int | None, segments: Sequence[SegmentFile]) -> BinlogError | None:
+        """Why the header of segment ``log``, where a tolerant walk goes on after a broken chain (BROKEN step 2,
+        spec readers 10.2.2), fails its checks now: BROKEN checks it first, and reports its error instead of the
+        broken chain, which ends the walk. None where it passes, or in a strict walk, which reports the broken
+        chain first (BROKEN step 1)."""
+        segment = next((segment for segment in segments if segment.log == log), None)
+        if segment is None or not self.options.tolerant:
+            return None
+        return self._failure(segment, [listed.log for listed in segments])
+
+    def _chain_now(self, chain: ChainCheck, segments: Sequence[SegmentFile]) -> ChainCheck | None:
         """The chain check at the end of a range, whose successor the plan does not read, with the segments there
-        are now: a successor removed since planning is a hole, never a silent end (spec 8.6)."""
+        are now: a successor removed since planning is a hole, never a silent end (spec 8.6). None where a tolerant
+        walk's BROKEN meets a header that fails at the segment it goes on with: that header is reported instead, by
+        the range the plan has above it (``RangeItem.reports_from``)."""
         now = self.storage.segments(chain.directory)
         if chain.successor is None or chain.successor.log in now:
             return chain
         present = tuple(log for log in chain.present if log in now)
         following = min((log for log in present if log > chain.successor.log), default=None)
+        if self._broken_into(following, segments) is not None:
+            return None
         return ChainCheck(chain.directory, present, None, None, self._base_index(now, following))
 
     def _base_index(self, now: dict[int, str], log: int | None) -> int | None:

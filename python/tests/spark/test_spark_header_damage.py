@@ -23,6 +23,7 @@ from binlog_frames import DamageRow, Record, collected, planned, reference_to_it
 from hypothesis import HealthCheck, given, settings
 from logtools import read_entries
 from pyspark.sql import SparkSession
+from pyspark.sql.datasource import In
 from strategies import header_damages, java_log_items
 from test_java_reader import write
 from test_spark_semantics import build_log
@@ -90,11 +91,12 @@ def read_in_process(
     mode: str,
     options: dict[str, str],
     between: Callable[[], object] | None = None,
+    filters: Sequence[Any] = (),
 ) -> Any:
     """The Python source's rows, planned and read in this process, or the error (class, log, offset) it fails with;
-    ``between``: a change made after planning."""
+    ``between``: a change made after planning; ``filters``: pushed, and pruning segments."""
     try:
-        records, damages, _ = planned(log, mode=mode, between=between, **options)
+        records, damages, _ = planned(log, mode=mode, between=between, filters=filters, **options)
     except BinlogError as error:
         return error.error_class, error.log, error.offset
     return records, damages
@@ -163,6 +165,30 @@ def test_damage_below_a_header_failing_after_planning_ends_every_range_of_the_se
     assert found == expected(log, mode)
     records, damages, ended = reference_to_its_end(log)
     assert (len(records), damages, ended and ended.error_class) == (record, [], "bad_header")
+
+
+def _remove_2_and_damage_3(log: Path) -> None:
+    (log / "00000002.dat").unlink()
+    damage_header(log, 3, "plain")
+
+
+@pytest.mark.parametrize("pruned", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hole_whose_next_header_fails_after_planning_is_that_header_not_a_broken_chain(
+    tmp_path: Path, mode: str, pruned: bool
+) -> None:
+    """Segment 2 of four removed after planning and segment 3's header damaged: a tolerant reference's BROKEN checks
+    the header of segment 3, where it would go on, and reports its error instead of the broken chain (spec readers
+    10.2.2, BROKEN step 2); a strict one reports the broken chain first (step 1). The Python source's row was the
+    broken chain: by the first range of segment 2, or, with segment 2 pruned by a filter on ``log``, by the chain
+    check at the end of segment 1, and then segment 3's header as well."""
+    log = build_log(tmp_path / "log", records=40, cut_every=10)
+    filters = [In(("log",), (1, 3, 4))] if pruned else []
+    options = {"ignoreMissingFiles": "true", **task_options(log, 3)}
+    found = read_in_process(log, mode, options, between=partial(_remove_2_and_damage_3, log), filters=filters)
+    assert found == expected(log, mode)
+    _, _, ended = reference_to_its_end(log)
+    assert ended is not None and (ended.error_class, ended.log) == ("bad_header", 3)
 
 
 @pytest.mark.parametrize("ignore", ["true", "false"])
