@@ -33,14 +33,14 @@ from pyspark.sql.types import StructType
 from openbinlog import Damage, errors
 from openbinlog._segment import SegmentHeaderInfo
 from openbinlog.errors import BadHeaderError, BinlogError
-from openbinlog.walk import LogWalk, is_last, next_segment, read_header, segment_end
+from openbinlog.walk import READ_CHUNK, LogWalk, is_last, next_segment, read_header, segment_end
 
 from .columns import BatchBuilder
 from .directory import PlannedDirectory
 from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
 from .plan import HEADER_READERS, HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
-from .storage import CorruptFileError, MissingFileError, Storage
+from .storage import CompressedSource, CorruptFileError, MissingFileError, Storage
 from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
 READS_LOG = logging.getLogger("openbinlog_spark.reads")
@@ -129,8 +129,6 @@ class ItemReader:
         builder = BatchBuilder(self.schema, file=opened.url, partition_values=item.partition_values)
         with opened as source:
             span = item.range
-            if item.file.compression is not None:
-                span = dataclasses.replace(span, file_size=source.size())
             if span.chain is not None and not span.chain.successor_read:
                 span = dataclasses.replace(span, chain=self._chain_now(span.chain, item.segments))
             walker = RangeWalker(
@@ -138,7 +136,9 @@ class ItemReader:
                 span,
                 path=opened.url,
                 tolerant=options.tolerant,
-                chunk_bytes=options.chunk_bytes,
+                # A compressed segment is read as the reference's walk reads it, a mebibyte at a time from a record
+                # boundary: an archive that fails fails the same read, after the same records.
+                chunk_bytes=READ_CHUNK if isinstance(source, CompressedSource) else options.chunk_bytes,
                 max_raw_bytes=options.max_corrupt_record_bytes,
                 successor_failure=None if successor is None else partial(self._failure, successor, listed),
             )

@@ -154,6 +154,7 @@ class SegmentFacts:
     segment_end: SegmentEnd | None = None
     predecessor_timestamp_us: int | None = None
     start_asqn: int = -1
+    archive_error: BinlogError | None = None  # a compressed segment whose archive fails before its end (R-43)
 
     @property
     def version2(self) -> SegmentHeaderInfo | None:
@@ -323,6 +324,17 @@ def plan_log(
             items.append(dataclasses.replace(_whole(facts, values(facts.file)), hole=hole, segments=listed))
             previous_item = len(items) - 1
         previous = facts
+        if facts.archive_error is not None:
+            # Its archive fails before its end: the walk ends there, after the records before the failure, which
+            # its range returns, read whole; nothing above it is read (R-43, spec readers 10.4).
+            if previous_item is not None:  # its range, read whole
+                own = items[previous_item]
+                assert isinstance(own, RangeItem)
+                items[previous_item] = dataclasses.replace(own, whole=True)
+            else:
+                damage = Damage.from_error(facts.archive_error, bytes_skipped=0, next_index=None)
+                items.append(IssueItem(damage, facts.file.url, True, values(facts.file)))
+            break
     return items
 
 
@@ -361,6 +373,7 @@ def plan_read(
     for facts in read:
         if facts is not None:
             logs[facts.file.directory].setdefault(facts.file.log, facts)  # .dat sorts before .dat.gz
+    check_archives(storage, logs, options)
     items: list[Item] = []
     for directory in sorted(logs):
         items.extend(plan_log(storage, logs[directory], options=options, values=values, keep=keep))
@@ -372,6 +385,35 @@ def plan_read(
             for item in items
         ]
     return cut(with_reporters(items), options, lambda item, wanted: indexed_cuts(storage, item, wanted, options))
+
+
+def check_archives(storage: Storage, logs: dict[str, dict[int, SegmentFacts]], options: ReadOptions) -> None:
+    """Unpack each compressed version 2 segment below the last of its log to its end, as its walk will, keeping
+    nothing (R-43): an archive that fails beyond what the header check unpacked ends the walk there, after the
+    records before the failure (spec readers 10.4), so the segments after it, which other tasks read, must not be
+    read at all. The one read of whole segments that planning makes; the last segment of a log is only read by
+    its own range, after which nothing is read."""
+
+    def check(facts: SegmentFacts) -> None:
+        assert facts.file.compression is not None
+        try:
+            failed = storage.unpack_failure(
+                facts.file.url, facts.file.compression, max_decompressed=options.max_decompressed
+            )
+        except MissingFileError:
+            return  # gone since the listing: its range meets that as it meets any file gone
+        facts.archive_error = None if failed is None else failed.located(log=facts.file.log)
+
+    wanted = [
+        facts
+        for segments in logs.values()
+        if not any(isinstance(facts.header, LegacyHeaderInfo) for facts in segments.values())  # read whole, in order
+        for log, facts in segments.items()
+        if facts.file.compression is not None and facts.version2 is not None and log < max(segments)
+    ]
+    if wanted:
+        with ThreadPoolExecutor(HEADER_READERS) as pool:
+            list(pool.map(check, wanted))
 
 
 def with_reporters(items: Sequence[Item]) -> list[Item]:

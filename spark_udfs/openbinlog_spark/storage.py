@@ -32,12 +32,14 @@ import fsspec
 from openbinlog._format import SEGMENT_NAME, segment_name
 from openbinlog._fs import pread
 from openbinlog._segment_file import open_following, segment_names
-from openbinlog.compressed import CompressedSegment, UnpackError
+from openbinlog.compressed import CompressedSegment, UnpackError, unpack_failure
 from openbinlog.errors import BinlogIOError, NotALogError
 
 from .conditions import SparkCondition
 
 COMPRESSIONS = {"gz": "gzip", "zst": "zstd"}
+_CODECS = {name: suffix for suffix, name in COMPRESSIONS.items()}  # the codec of each compression, by its suffix
+CAP_NAME = "option maxDecompressedBytes"
 DEFAULT_MAX_DECOMPRESSED = 16 << 30
 HEAD_BYTES = 4096  # the first bytes of a remote file, fetched once
 
@@ -255,12 +257,32 @@ class Storage:
         logs = {int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))}
         return {log: posixpath.join(directory, segment_name(log)) for log in sorted(logs)}
 
+    def unpack_failure(
+        self, url: str, compression: str, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    ) -> CorruptFileError | None:
+        """Why the compressed segment at ``url`` cannot be unpacked to its end as a walk reads it (R-43), or None:
+        the whole archive is read and unpacked, and nothing of it kept (``openbinlog.compressed.unpack_failure``)."""
+        return unpack_failure(
+            _archive(self, url), _CODECS[compression], path=url, max_unpacked=max_decompressed, cap_name=CAP_NAME
+        )
+
     def open_index(self, url: str, listed_size: int | None = None) -> IndexFile | None:
         """The index file at ``url`` (spec 18), or None when it cannot be opened: an index only saves time."""
         try:
             return IndexFile(LocalSource(local_path(url)) if is_local(url) else RemoteSource(self, url, listed_size))
         except BinlogIOError:
             return None
+
+
+def _archive(storage: Storage, url: str) -> IO[bytes]:
+    """The file of a compressed segment, open for reading."""
+    try:
+        if is_local(url):
+            return open(local_path(url), "rb")
+        fs, path = storage.filesystem(url)
+        return fs.open(path, "rb")  # type: ignore[no-any-return]
+    except Exception as exc:
+        raise _io_error(exc, url, "cannot open segment") from exc
 
 
 def _io_error(exc: BaseException, url: str, what: str) -> BinlogIOError:
@@ -364,23 +386,9 @@ class CompressedSource(SegmentSource):
 
     def __init__(self, storage: Storage, url: str, compression: str, max_decompressed: int) -> None:
         self.url = url
-        codec = {name: suffix for suffix, name in COMPRESSIONS.items()}[compression]
         self._segment = CompressedSegment(
-            self._raw(storage),
-            codec,
-            path=url,
-            max_unpacked=max_decompressed,
-            cap_name="option maxDecompressedBytes",
+            _archive(storage, url), _CODECS[compression], path=url, max_unpacked=max_decompressed, cap_name=CAP_NAME
         )
-
-    def _raw(self, storage: Storage) -> IO[bytes]:
-        try:
-            if is_local(self.url):
-                return open(local_path(self.url), "rb")
-            fs, path = storage.filesystem(self.url)
-            return fs.open(path, "rb")  # type: ignore[no-any-return]
-        except Exception as exc:
-            raise _io_error(exc, self.url, "cannot open segment") from exc
 
     def read_at(self, offset: int, size: int) -> bytes:
         data = self._segment.read_at(offset, size)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -261,3 +262,35 @@ def test_both_sources_read_what_the_reference_reads_before_a_damaged_segment_hea
             assert re.search(rf"\blog[= ]{number},? offset[= ]{offset}\b", found), (source, found[:2000])
         else:
             assert found == wanted, source
+
+
+@pytest.fixture(scope="module")
+def megabyte_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three segments of about 2.3 MB each, of incompressible records: a compressed copy cut at 60% fails beyond the
+    first mebibyte it unpacks, which is what the header check of planning unpacks."""
+    return build_log(tmp_path_factory.mktemp("megabytes") / "log", records=4500, cut_every=1500, size=1500)
+
+
+@pytest.mark.parametrize("tasks", [1, 4])
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+@pytest.mark.parametrize("damaged", [1, 2])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_compressed_segment_whose_archive_fails_past_its_first_mebibyte_ends_the_walk_as_the_reference_does(
+    megabyte_log: Path, tmp_path: Path, mode: str, damaged: int, codec: str, tasks: int
+) -> None:
+    """Segment 1 or 2 of three compressed, its archive cut at 60%: its header passes the checks of planning, and
+    unpacking fails at about 1.4 MB. The reference returns the records its walk read before the failure, reports
+    ``bad_header`` at offset 0 (R-43) and stops. The Python source returned none of that segment's records, then its
+    damage row, and read the segments after it as if the log went on."""
+    log = tmp_path / "log"
+    shutil.copytree(megabyte_log, log)
+    segment = log / f"{damaged:08d}.dat"
+    data = segment.read_bytes()
+    packed = CODECS[codec](data)
+    segment.with_name(f"{segment.name}.{codec}").write_bytes(packed[: len(packed) * 6 // 10])
+    segment.unlink()
+    records, damages, ended = reference_to_its_end(log)
+    assert ended is not None and (ended.error_class, ended.log, ended.offset) == ("bad_header", damaged, 0)
+    assert damages == [] and {record[0] for record in records} == set(range(1, damaged + 1))
+    assert 0 < sum(record[0] == damaged for record in records) < 1500  # some of its records, not all
+    assert read_in_process(log, mode, task_options(log, tasks)) == expected(log, mode)
