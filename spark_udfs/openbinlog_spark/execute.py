@@ -8,10 +8,12 @@ are never damage.
 
 A segment header that fails its checks ends the walk of its log (spec readers
 10.4), also when it fails only since planning: a range first checks the
-headers of the segments planned up to its own again, and reads nothing above
-one that fails; its walk checks its successor's where END does. Each failing
-header is reported once, by the range ``RangeItem.reports_from`` names, or
-by the walk that meets it at END; ``ignoreCorruptFiles`` drops that row.
+headers of the segments planned up to its own again (below its own, only
+those whose files changed since planning found them sealed and passing: their
+``Stamp``), and reads nothing above one that fails; its walk checks its
+successor's where END does. Each failing header is reported once, by the
+range ``RangeItem.reports_from`` names, or by the walk that meets it at END;
+``ignoreCorruptFiles`` drops that row.
 
 Each range logs, to ``openbinlog_spark.reads`` at INFO, the bytes its source
 read and the records it walked (Spark's Python worker logs collect the line
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -40,7 +42,7 @@ from .directory import PlannedDirectory
 from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
 from .plan import HEADER_READERS, HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
-from .storage import CompressedSource, CorruptFileError, MissingFileError, Storage
+from .storage import CompressedSource, CorruptFileError, MissingFileError, Stamp, Storage, is_local
 from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
 READS_LOG = logging.getLogger("openbinlog_spark.reads")
@@ -65,6 +67,8 @@ class ItemReader:
         self.schema = schema
         self.storage = storage or Storage(options.storage_options)
         self._failures: dict[str, BinlogError | None] = {}  # of each planned segment checked: why its header fails
+        self._stamps: dict[str, Stamp | None] = {}  # of each file looked at, as the task first found it
+        self._listed: set[str] = set()  # remote directories whose stamps a listing gave
 
     def read(self, items: Sequence[Item]) -> Iterator[pa.RecordBatch]:
         for item in items:
@@ -102,11 +106,15 @@ class ItemReader:
         options = self.options
         listed = [segment.log for segment in item.segments]
         reached = [segment for segment in item.segments if segment.log <= item.file.log]
-        unread = [segment for segment in reached if segment.url not in self._failures]
+        # Below its own segment, a header planning checked sealed, in a file unchanged since, passes still.
+        trusted = {segment.url for segment in reached if self._unchanged(segment, item.checked, item.file.log)}
+        unread = [segment for segment in reached if segment.url not in self._failures and segment.url not in trusted]
         if len(unread) > 1:  # many headers of a long log: read side by side, as planning reads them
             with ThreadPoolExecutor(HEADER_READERS) as pool:
                 list(pool.map(lambda segment: self._failure(segment, listed), unread))
         for segment in reached:
+            if segment.url in trusted:
+                continue
             failure = self._failure(segment, listed)
             if failure is not None:  # the walk ends at that header, below this range or at its segment's own
                 if item.reports_from is not None and segment.log >= item.reports_from:
@@ -165,6 +173,24 @@ class ItemReader:
                 min(span.stop, span.segment_end),
                 records,
             )
+
+    def _unchanged(self, segment: SegmentFile, checked: Mapping[int, Stamp], own: int) -> bool:
+        """Whether planning checked the header of ``segment``, below the range's own segment ``own``, sealed and
+        passing, in the file that is there now with the same stamp: no protocol writes a sealed segment in place
+        (spec protocols 2.5, 2.6, 6.2, 8.5), so its header passes still. A look at the file's attributes, no read
+        (on an object store, one listing of the directory a task)."""
+        planned = checked.get(segment.log)
+        return segment.log < own and planned is not None and planned == self._stamp_now(segment)
+
+    def _stamp_now(self, segment: SegmentFile) -> Stamp | None:
+        """The stamp of a segment's file as the task first finds it."""
+        if segment.url not in self._stamps:
+            if is_local(segment.url):
+                self._stamps[segment.url] = self.storage.stamp(segment.url)
+            elif segment.directory not in self._listed:
+                self._listed.add(segment.directory)
+                self._stamps.update(self.storage.stamps(segment.directory))
+        return self._stamps.get(segment.url)
 
     def _failure(self, segment: SegmentFile, listed: Sequence[int]) -> BinlogError | None:
         """Why the header of ``segment`` fails its checks now (``listed``: the log numbers planning's listing
