@@ -294,3 +294,27 @@ def test_a_compressed_segment_whose_archive_fails_past_its_first_mebibyte_ends_t
     assert damages == [] and {record[0] for record in records} == set(range(1, damaged + 1))
     assert 0 < sum(record[0] == damaged for record in records) < 1500  # some of its records, not all
     assert read_in_process(log, mode, task_options(log, tasks)) == expected(log, mode)
+
+
+@pytest.mark.parametrize("split", ["1m", "64m"])
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "FAILFAST"])
+def test_through_spark_a_compressed_segment_whose_archive_fails_past_its_first_mebibyte_ends_the_walk(
+    spark: SparkSession, megabyte_log: Path, tmp_path: Path, mode: str, split: str
+) -> None:
+    """The same read through Spark, planned in its planning worker and read by its tasks: segment 1 of three, its
+    gzip copy cut at 60%, gives the records the reference returns before the failure and its damage row, or in
+    FAILFAST its error, and nothing of segments 2 and 3."""
+    log = tmp_path / "log"
+    shutil.copytree(megabyte_log, log)
+    segment = log / "00000001.dat"
+    packed = gzip.compress(segment.read_bytes())
+    segment.with_name(f"{segment.name}.gz").write_bytes(packed[: len(packed) * 6 // 10])
+    segment.unlink()
+    wanted = expected(log, mode)
+    found = _spark_read(spark, "binlog", log, mode, split)
+    if mode == "FAILFAST":
+        assert isinstance(found, str)
+        assert re.search(r"\bbad_header\b", found) and re.search(r"\blog[= ]1,? offset[= ]0\b", found), found[:2000]
+    else:
+        assert found == wanted
+        assert 0 < len(found[0]) < 1500
