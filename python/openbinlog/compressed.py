@@ -43,7 +43,7 @@ from .errors import BadHeaderError, BinlogError, BinlogIOError
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-__all__ = ["CODECS", "CompressedSegment", "UnpackError", "unpacking"]
+__all__ = ["CODECS", "CompressedSegment", "UnpackError", "unpack_failure", "unpacking"]
 
 CODECS = ("gz", "zst")  # the file name suffixes, without their dot
 _PIECE = 1 << 20
@@ -281,7 +281,9 @@ def _segment_end(head: bytes) -> int:
 class CompressedSegment:
     """The unpacked bytes of a compressed segment: random reads, unpacked on demand (a ``walk.Source``).
 
-    ``raw`` is the open archive, which the segment owns and closes; ``path`` names it in errors.
+    ``raw`` is the open archive, which the segment owns and closes; ``path`` names it in errors. Without
+    ``keep``, the bytes are unpacked in the same pieces and counted, and only the header is kept: ``size``
+    unpacks the segment as a walk would, and reads give no bytes beyond the header (``unpack_failure``).
     """
 
     def __init__(
@@ -292,8 +294,10 @@ class CompressedSegment:
         path: str,
         max_unpacked: int | None = None,
         cap_name: str = "max_unpacked",
+        keep: bool = True,
     ) -> None:
         self.path = path
+        self._keeps = keep
         self.max_unpacked = max_unpacked
         self.cap_name = cap_name
         self._raw = raw
@@ -306,7 +310,8 @@ class CompressedSegment:
         self._codec = codec
         self._undecodable = _UNDECODABLE + ((_zstandard().ZstdError,) if codec == "zst" else ())
         self._spill: IO[bytes] | None = None
-        self._unpacked = 0  # bytes in the spill
+        self._head = b""  # without ``keep``: the header, all that is kept
+        self._unpacked = 0  # bytes in the spill (without ``keep``: bytes unpacked)
         self._end: int | None = None  # where unpacking stops: known once the header is unpacked
         self._exhausted = False  # the stream gave its last byte
         self._failed: BinlogError | None = None
@@ -349,6 +354,8 @@ class CompressedSegment:
 
     def _spilled(self, offset: int, size: int) -> bytes:
         """Bytes unpacked already: never more than the spill holds, whatever ``size`` says (R-10)."""
+        if not self._keeps:
+            return self._head[offset : offset + size] if offset >= 0 else b""
         size = min(size, self._unpacked - offset)
         if size <= 0 or self._spill is None:
             return b""
@@ -401,6 +408,10 @@ class CompressedSegment:
             ) from exc
 
     def _keep(self, piece: bytes) -> None:
+        if not self._keeps:
+            self._head += piece[: max(HEADER_SIZE - self._unpacked, 0)]
+            self._unpacked += len(piece)
+            return
         try:
             if self._spill is None:
                 # Unbuffered: reads use pread on the descriptor, and a failed write leaves nothing to flush.
@@ -414,3 +425,18 @@ class CompressedSegment:
                 f"cannot unpack the compressed segment into a temporary file: {exc.strerror or exc}", path=self.path
             ) from exc
         self._unpacked += len(piece)
+
+
+def unpack_failure(
+    raw: IO[bytes], codec: str, *, path: str, max_unpacked: int | None = None, cap_name: str = "max_unpacked"
+) -> UnpackError | None:
+    """The error the compressed segment in ``raw`` fails with where a walk of it reads to its end (R-43), or None
+    where it unpacks to its end: the whole segment unpacked, in the pieces ``CompressedSegment`` unpacks, and none of
+    it kept. What a reader that reads the segment's records in one place must know before it reads, elsewhere, the
+    segments after it: an archive that fails ends the walk there, as a header that fails its checks does."""
+    with CompressedSegment(raw, codec, path=path, max_unpacked=max_unpacked, cap_name=cap_name, keep=False) as segment:
+        try:
+            segment.size()
+        except UnpackError as failed:
+            return failed
+    return None

@@ -34,6 +34,7 @@ from dataclasses import replace
 from itertools import count
 from pathlib import Path
 from typing import IO, Any
+from unittest import mock
 
 import pytest
 import zstandard
@@ -50,7 +51,7 @@ from openbinlog._legacy import iter_legacy_records
 from openbinlog._records import encode_record
 from openbinlog._segment import CommitState, build_header, decode_slot, encode_slot
 from openbinlog._segment_file import SegmentFile, list_segments
-from openbinlog.compressed import CompressedSegment, UnpackError
+from openbinlog.compressed import CompressedSegment, UnpackError, unpack_failure
 from openbinlog.walk import BytesSource, LegacyWalk, legacy_end
 
 ADDRESS_SPACE = 1 << 30
@@ -610,6 +611,28 @@ def test_unpacking_reads_only_what_is_asked_and_never_beyond_the_cap(tmp_path: P
         assert raised.value.offset == 0  # R-43
         with pytest.raises(UnpackError):  # the failure stays: nothing more is read
             capped.read_at(0, 10)
+
+
+@pytest.mark.spec("R-43")
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_unpack_failure_tells_the_failure_a_walk_to_the_end_meets_and_keeps_nothing(tmp_path: Path, codec: str) -> None:
+    """What a planner asks of an archive whose records are read elsewhere: whether it unpacks to the segment's end
+    (R-43), without keeping its bytes (nothing is written to a temporary file)."""
+    directory = tmp_path / "log"
+    sealed_log(directory, size=80_000)  # about 4 MB: a cut at 60% lies beyond the first mebibyte unpacked
+    data = (directory / "00000001.dat").read_bytes()
+    packed = gzip.compress(data) if codec == "gz" else zstandard.ZstdCompressor().compress(data)
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    whole.write_bytes(packed)
+    cut.write_bytes(packed[: len(packed) * 6 // 10])
+    with CompressedSegment(cut.open("rb"), codec, path=str(cut)) as walked:
+        assert walked.read_at(0, 1 << 20) == data[: 1 << 20]
+        with pytest.raises(UnpackError) as met:
+            walked.size()
+    with mock.patch.object(tempfile, "TemporaryFile", side_effect=AssertionError("unpacked bytes were kept")):
+        assert unpack_failure(whole.open("rb"), codec, path=str(whole)) is None
+        failed = unpack_failure(cut.open("rb"), codec, path=str(cut))
+    assert failed is not None and (failed.offset, failed.message) == (0, met.value.message)
 
 
 # -- 5. sparse version 1 files: empty records in bulk ----------------------------------------------------------------

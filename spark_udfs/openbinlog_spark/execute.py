@@ -8,10 +8,12 @@ are never damage.
 
 A segment header that fails its checks ends the walk of its log (spec readers
 10.4), also when it fails only since planning: a range first checks the
-headers of the segments planned up to its own again, and reads nothing above
-one that fails; its walk checks its successor's where END does. Each failing
-header is reported once, by the range ``RangeItem.reports_from`` names, or
-by the walk that meets it at END; ``ignoreCorruptFiles`` drops that row.
+headers of the segments planned up to its own again (below its own, only
+those whose files changed since planning found them sealed and passing: their
+``Stamp``), and reads nothing above one that fails; its walk checks its
+successor's where END does. Each failing header is reported once, by the
+range ``RangeItem.reports_from`` names, or by the walk that meets it at END;
+``ignoreCorruptFiles`` drops that row.
 
 Each range logs, to ``openbinlog_spark.reads`` at INFO, the bytes its source
 read and the records it walked (Spark's Python worker logs collect the line
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -33,14 +35,14 @@ from pyspark.sql.types import StructType
 from openbinlog import Damage, errors
 from openbinlog._segment import SegmentHeaderInfo
 from openbinlog.errors import BadHeaderError, BinlogError
-from openbinlog.walk import LogWalk, is_last, next_segment, read_header, segment_end
+from openbinlog.walk import READ_CHUNK, LogWalk, is_last, next_segment, read_header, segment_end
 
 from .columns import BatchBuilder
 from .directory import PlannedDirectory
 from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
 from .plan import HEADER_READERS, HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
-from .storage import CorruptFileError, MissingFileError, Storage
+from .storage import CompressedSource, CorruptFileError, MissingFileError, Stamp, Storage, is_local
 from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
 READS_LOG = logging.getLogger("openbinlog_spark.reads")
@@ -65,6 +67,8 @@ class ItemReader:
         self.schema = schema
         self.storage = storage or Storage(options.storage_options)
         self._failures: dict[str, BinlogError | None] = {}  # of each planned segment checked: why its header fails
+        self._stamps: dict[str, Stamp | None] = {}  # of each file looked at, as the task first found it
+        self._listed: set[str] = set()  # remote directories whose stamps a listing gave
 
     def read(self, items: Sequence[Item]) -> Iterator[pa.RecordBatch]:
         for item in items:
@@ -102,11 +106,15 @@ class ItemReader:
         options = self.options
         listed = [segment.log for segment in item.segments]
         reached = [segment for segment in item.segments if segment.log <= item.file.log]
-        unread = [segment for segment in reached if segment.url not in self._failures]
+        # Below its own segment, a header planning checked sealed, in a file unchanged since, passes still.
+        trusted = {segment.url for segment in reached if self._unchanged(segment, item.checked, item.file.log)}
+        unread = [segment for segment in reached if segment.url not in self._failures and segment.url not in trusted]
         if len(unread) > 1:  # many headers of a long log: read side by side, as planning reads them
             with ThreadPoolExecutor(HEADER_READERS) as pool:
                 list(pool.map(lambda segment: self._failure(segment, listed), unread))
         for segment in reached:
+            if segment.url in trusted:
+                continue
             failure = self._failure(segment, listed)
             if failure is not None:  # the walk ends at that header, below this range or at its segment's own
                 if item.reports_from is not None and segment.log >= item.reports_from:
@@ -129,16 +137,16 @@ class ItemReader:
         builder = BatchBuilder(self.schema, file=opened.url, partition_values=item.partition_values)
         with opened as source:
             span = item.range
-            if item.file.compression is not None:
-                span = dataclasses.replace(span, file_size=source.size())
             if span.chain is not None and not span.chain.successor_read:
-                span = dataclasses.replace(span, chain=self._chain_now(span.chain))
+                span = dataclasses.replace(span, chain=self._chain_now(span.chain, item.segments))
             walker = RangeWalker(
                 source,
                 span,
                 path=opened.url,
                 tolerant=options.tolerant,
-                chunk_bytes=options.chunk_bytes,
+                # A compressed segment is read as the reference's walk reads it, a mebibyte at a time from a record
+                # boundary: an archive that fails fails the same read (R-43), after the same records.
+                chunk_bytes=READ_CHUNK if isinstance(source, CompressedSource) else options.chunk_bytes,
                 max_raw_bytes=options.max_corrupt_record_bytes,
                 successor_failure=None if successor is None else partial(self._failure, successor, listed),
             )
@@ -165,6 +173,24 @@ class ItemReader:
                 min(span.stop, span.segment_end),
                 records,
             )
+
+    def _unchanged(self, segment: SegmentFile, checked: Mapping[int, Stamp], own: int) -> bool:
+        """Whether planning checked the header of ``segment``, below the range's own segment ``own``, sealed and
+        passing, in the file that is there now with the same stamp: no protocol writes a sealed segment in place
+        (spec protocols 2.5, 2.6, 6.2, 8.5), so its header passes still. A look at the file's attributes, no read
+        (on an object store, one listing of the directory a task)."""
+        planned = checked.get(segment.log)
+        return segment.log < own and planned is not None and planned == self._stamp_now(segment)
+
+    def _stamp_now(self, segment: SegmentFile) -> Stamp | None:
+        """The stamp of a segment's file as the task first finds it."""
+        if segment.url not in self._stamps:
+            if is_local(segment.url):
+                self._stamps[segment.url] = self.storage.stamp(segment.url)
+            elif segment.directory not in self._listed:
+                self._listed.add(segment.directory)
+                self._stamps.update(self.storage.stamps(segment.directory))
+        return self._stamps.get(segment.url)
 
     def _failure(self, segment: SegmentFile, listed: Sequence[int]) -> BinlogError | None:
         """Why the header of ``segment`` fails its checks now (``listed``: the log numbers planning's listing
@@ -222,18 +248,39 @@ class ItemReader:
         except BinlogError as error:  # the segment below changed since planning: damage of its own
             yield from self._damage(builder, Damage.from_error(error, bytes_skipped=0, next_index=None), b"")
             return
-        if boundary.error is not None:
-            resume = self._base_index(now, boundary.next_log)
-            yield from self._damage(builder, Damage.from_error(boundary.error, bytes_skipped=0, next_index=resume), b"")
+        if boundary.error is None:
+            return
+        failure = self._broken_into(boundary.next_log, item.segments)
+        if failure is not None:  # BROKEN reports K's header instead, where the walk ends (spec readers 10.2.2)
+            if item.reports_from is not None and failure.log is not None and failure.log >= item.reports_from:
+                damage = Damage.from_error(failure, bytes_skipped=0, next_index=None)
+                yield from self._header_failed(damage, item.file.url, item.partition_values)
+            return
+        resume = self._base_index(now, boundary.next_log)
+        yield from self._damage(builder, Damage.from_error(boundary.error, bytes_skipped=0, next_index=resume), b"")
 
-    def _chain_now(self, chain: ChainCheck) -> ChainCheck:
+    def _broken_into(self, log: int | None, segments: Sequence[SegmentFile]) -> BinlogError | None:
+        """Why the header of segment ``log``, where a tolerant walk goes on after a broken chain (BROKEN step 2,
+        spec readers 10.2.2), fails its checks now: BROKEN checks it first, and reports its error instead of the
+        broken chain, which ends the walk. None where it passes, or in a strict walk, which reports the broken
+        chain first (BROKEN step 1)."""
+        segment = next((segment for segment in segments if segment.log == log), None)
+        if segment is None or not self.options.tolerant:
+            return None
+        return self._failure(segment, [listed.log for listed in segments])
+
+    def _chain_now(self, chain: ChainCheck, segments: Sequence[SegmentFile]) -> ChainCheck | None:
         """The chain check at the end of a range, whose successor the plan does not read, with the segments there
-        are now: a successor removed since planning is a hole, never a silent end (spec 8.6)."""
+        are now: a successor removed since planning is a hole, never a silent end (spec 8.6). None where a tolerant
+        walk's BROKEN meets a header that fails at the segment it goes on with: that header is reported instead, by
+        the range the plan has above it (``RangeItem.reports_from``)."""
         now = self.storage.segments(chain.directory)
         if chain.successor is None or chain.successor.log in now:
             return chain
         present = tuple(log for log in chain.present if log in now)
         following = min((log for log in present if log > chain.successor.log), default=None)
+        if self._broken_into(following, segments) is not None:
+            return None
         return ChainCheck(chain.directory, present, None, None, self._base_index(now, following))
 
     def _base_index(self, now: dict[int, str], log: int | None) -> int | None:

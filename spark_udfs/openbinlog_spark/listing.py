@@ -30,7 +30,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 from urllib.parse import unquote
 
@@ -43,7 +43,7 @@ from openbinlog.errors import BinlogIOError, NotALogError
 from .conditions import SparkCondition
 from .globs import GlobError, glob, glob_pattern, load_pattern
 from .options import OptionError, ReadOptions
-from .storage import COMPRESSIONS, Storage, is_local
+from .storage import COMPRESSIONS, Stamp, Storage, is_local, listed_stamp, modified_time
 
 # ASCII digits, anchored at both ends: \d takes any Unicode digit and $ a name or value ending in a newline.
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -80,6 +80,7 @@ class SegmentFile:
     partitions: tuple[tuple[str, str | None], ...]
     index_url: str | None = None  # the segment's sparse index, when its directory lists one
     index_size: int = 0
+    stamp: Stamp | None = None  # a remote file's, as the listing describes it (a local file's is taken by a stat)
 
 
 def _base_path(storage: Storage, options: ReadOptions) -> tuple[Any, str] | None:
@@ -98,21 +99,6 @@ def _base_path(storage: Storage, options: ReadOptions) -> tuple[Any, str] | None
     if info.get("type") != "directory":
         raise OptionError(f"option basePath: '{given}' is not a directory")
     return fs, path.rstrip("/")
-
-
-def _modified(info: dict[str, Any]) -> float | None:
-    for key in ("mtime", "LastModified", "last_modified", "updated", "modified", "created"):
-        value = info.get(key)
-        if isinstance(value, int | float):
-            return float(value)
-        if isinstance(value, datetime):
-            return value.timestamp()
-        if isinstance(value, str):
-            try:
-                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                continue
-    return None
 
 
 def _segment_below(root: str, path: str) -> re.Match[str] | None:
@@ -212,7 +198,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                     raise BinlogIOError("segment is not a regular file", path=file_path)
                 if name_filter is not None and not name_filter.fullmatch(name):
                     continue
-                modified = _modified(file_info)
+                modified = modified_time(file_info)
                 if options.modified_before is not None and (modified is None or modified >= options.modified_before):
                     continue
                 if options.modified_after is not None and (modified is None or modified <= options.modified_after):
@@ -236,6 +222,7 @@ def list_segment_files(storage: Storage, options: ReadOptions) -> list[SegmentFi
                     partitions=partitions,
                     index_url=(index_path if is_local(given) else fs.unstrip_protocol(index_path)) if indexed else None,
                     index_size=int(index_info.get("size") or 0) if index_info is not None else 0,
+                    stamp=None if is_local(given) else listed_stamp(file_info),
                 )
     return sorted(found.values(), key=lambda segment: (segment.directory, segment.log, segment.url))
 

@@ -13,9 +13,10 @@ A segment header that fails its checks ends the log's walk (spec readers
 it is read, its END checks that header first (protocols 8.4 step 1), so its
 walk reports it, at its commit point or at its first damage, and it is read
 in one piece to stop there; otherwise an ``IssueItem`` reports it. Each task
-reads the headers of the segments planned below its own again, and the
-successor's at END: a header that fails since planning ends the walk there
-as well (``RangeItem.segments``, ``reports_from``).
+checks the headers of the segments planned below its own again (reading those
+whose files changed since planning checked them sealed, ``RangeItem.checked``),
+and the successor's at END: a header that fails since planning ends the walk
+there as well (``RangeItem.segments``, ``reports_from``).
 
 A finished segment with a usable index is cut at checked entries, record
 boundaries a payload cannot fake; and when the source is given bounds of the
@@ -26,8 +27,9 @@ them. Without a usable index a segment is planned as if none existed.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +56,7 @@ from .indexes import Cut, checked_cuts, narrowed_span
 from .listing import SegmentFile
 from .options import ReadOptions
 from .pruning import RowBounds
-from .storage import CorruptFileError, MissingFileError, Storage
+from .storage import CorruptFileError, MissingFileError, Stamp, Storage, is_local
 from .walk import ChainCheck, SegmentRange
 
 UNKNOWN_SIZE = 2**63 - 1
@@ -85,7 +87,12 @@ class RangeItem:
     walk reaches its commit point is reported there, by END. ``whole``: read
     in one piece and never narrowed, since the walk of the reference ends in
     it, at its commit point or its first damage, where END meets its
-    successor's failing header.
+    successor's failing header. ``checked``: the stamps of the files of the
+    segments (by log number, one mapping shared by the log's ranges) whose
+    headers planning found sealed and passing: a task trusts that check for a
+    segment below its own while the file is unchanged, since no protocol
+    writes a sealed segment in place (spec protocols 2.5, 2.6, 6.2, 8.5), and
+    reads the header of every other one again.
     """
 
     file: SegmentFile
@@ -95,6 +102,7 @@ class RangeItem:
     segments: tuple[SegmentFile, ...] = ()
     reports_from: int | None = None
     whole: bool = False
+    checked: Mapping[int, Stamp] = dataclasses.field(default_factory=dict)
 
     @property
     def weight(self) -> int:
@@ -154,6 +162,8 @@ class SegmentFacts:
     segment_end: SegmentEnd | None = None
     predecessor_timestamp_us: int | None = None
     start_asqn: int = -1
+    archive_error: BinlogError | None = None  # a compressed segment whose archive fails before its end (R-43)
+    stamp: Stamp | None = None  # of its file, where planning found its header sealed and passing, the file settled
 
     @property
     def version2(self) -> SegmentHeaderInfo | None:
@@ -183,6 +193,9 @@ def read_facts(
     files are ignored. ``planned``: a segment a plan listed, read again by a task (``Storage.open_planned``, which
     follows a plain file to the compressed copy that replaced it)."""
     facts = SegmentFacts(segment)
+    # Taken before the header is read, and kept only where the file had settled then: a later change shows in it.
+    stamp = None if planned else storage.stamp(segment.url) if is_local(segment.url) else segment.stamp
+    now = time.time()
     try:
         opened = (
             storage.open_planned(segment.url, segment.compression, max_decompressed=options.max_decompressed)
@@ -199,6 +212,9 @@ def read_facts(
                 facts.header = read_header(BytesSource(facts.head), segment.log)
             except BinlogError as error:
                 facts.error = error.located(path=segment.url)
+            sealed = isinstance(facts.header, SegmentHeaderInfo) and facts.header.commit.closed
+            if stamp is not None and stamp.settled(now) and sealed and not facts.blank:
+                facts.stamp = stamp
     except MissingFileError:
         if options.ignore_missing:
             return None
@@ -269,6 +285,7 @@ def plan_log(
         settle_end(storage, present[log], following if following is not None and following.header else None, options)
     items: list[Item] = []
     listed = tuple(segments[log].file for log in sorted(segments))  # a blank last segment too: it is listed
+    checked = {log: facts.stamp for log, facts in segments.items() if facts.stamp is not None}
     previous: SegmentFacts | None = None
     previous_item: int | None = None  # where the previous segment's range is in ``items``
     for log in logs:
@@ -320,9 +337,21 @@ def plan_log(
             hole = None
             if previous is not None and previous.version2 is not None and log == previous.version2.log + 1 < logs[-1]:
                 hole = HoleCheck(previous.file, logs[-1])
-            items.append(dataclasses.replace(_whole(facts, values(facts.file)), hole=hole, segments=listed))
+            whole = _whole(facts, values(facts.file))
+            items.append(dataclasses.replace(whole, hole=hole, segments=listed, checked=checked))
             previous_item = len(items) - 1
         previous = facts
+        if facts.archive_error is not None:
+            # Its archive fails before its end: the walk ends there, after the records before the failure, which
+            # its range returns, read whole; nothing above it is read (R-43, spec readers 10.4).
+            if previous_item is not None:  # its range, read whole
+                own = items[previous_item]
+                assert isinstance(own, RangeItem)
+                items[previous_item] = dataclasses.replace(own, whole=True)
+            else:
+                damage = Damage.from_error(facts.archive_error, bytes_skipped=0, next_index=None)
+                items.append(IssueItem(damage, facts.file.url, True, values(facts.file)))
+            break
     return items
 
 
@@ -361,6 +390,7 @@ def plan_read(
     for facts in read:
         if facts is not None:
             logs[facts.file.directory].setdefault(facts.file.log, facts)  # .dat sorts before .dat.gz
+    check_archives(storage, logs, options)
     items: list[Item] = []
     for directory in sorted(logs):
         items.extend(plan_log(storage, logs[directory], options=options, values=values, keep=keep))
@@ -372,6 +402,35 @@ def plan_read(
             for item in items
         ]
     return cut(with_reporters(items), options, lambda item, wanted: indexed_cuts(storage, item, wanted, options))
+
+
+def check_archives(storage: Storage, logs: dict[str, dict[int, SegmentFacts]], options: ReadOptions) -> None:
+    """Unpack each compressed version 2 segment below the last of its log to its end, as its walk will, keeping
+    nothing (R-43): an archive that fails beyond what the header check unpacked ends the walk there, after the
+    records before the failure (spec readers 10.4), so the segments after it, which other tasks read, must not be
+    read at all. The one read of whole segments that planning makes; the last segment of a log is only read by
+    its own range, after which nothing is read."""
+
+    def check(facts: SegmentFacts) -> None:
+        assert facts.file.compression is not None
+        try:
+            failed = storage.unpack_failure(
+                facts.file.url, facts.file.compression, max_decompressed=options.max_decompressed
+            )
+        except MissingFileError:
+            return  # gone since the listing: its range meets that as it meets any file gone
+        facts.archive_error = None if failed is None else failed.located(log=facts.file.log)
+
+    wanted = [
+        facts
+        for segments in logs.values()
+        if not any(isinstance(facts.header, LegacyHeaderInfo) for facts in segments.values())  # read whole, in order
+        for log, facts in segments.items()
+        if facts.file.compression is not None and facts.version2 is not None and log < max(segments)
+    ]
+    if wanted:
+        with ThreadPoolExecutor(HEADER_READERS) as pool:
+            list(pool.map(check, wanted))
 
 
 def with_reporters(items: Sequence[Item]) -> list[Item]:
@@ -438,6 +497,7 @@ def _piece(item: RangeItem, start: _Bound, stop: _Bound) -> RangeItem:
         start_index=whole.start_index if first or start.index is None else start.index,
         start_asqn=whole.start_asqn if first else -1,  # a walk from an entry knows no previous asqn (A := -1)
         narrowed=whole.narrowed and last,
+        opens=whole.opens and first,
     )
     return dataclasses.replace(
         item,

@@ -24,7 +24,10 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import IO, Any
 
 import fsspec
@@ -32,12 +35,14 @@ import fsspec
 from openbinlog._format import SEGMENT_NAME, segment_name
 from openbinlog._fs import pread
 from openbinlog._segment_file import open_following, segment_names
-from openbinlog.compressed import CompressedSegment, UnpackError
+from openbinlog.compressed import CompressedSegment, UnpackError, unpack_failure
 from openbinlog.errors import BinlogIOError, NotALogError
 
 from .conditions import SparkCondition
 
 COMPRESSIONS = {"gz": "gzip", "zst": "zstd"}
+_CODECS = {name: suffix for suffix, name in COMPRESSIONS.items()}  # the codec of each compression, by its suffix
+CAP_NAME = "option maxDecompressedBytes"
 DEFAULT_MAX_DECOMPRESSED = 16 << 30
 HEAD_BYTES = 4096  # the first bytes of a remote file, fetched once
 
@@ -51,6 +56,63 @@ ANONYMOUS_PROVIDER = "AnonymousAWSCredentialsProvider"
 # A compressed segment that cannot be unpacked, or unpacks beyond maxDecompressedBytes: ``bad_header``, raised by
 # the reference reader's unpacking itself (ignoreCorruptFiles skips it).
 CorruptFileError = UnpackError
+
+
+# How long before planning reads a header its file must have last changed for the check to be trusted later (``Stamp``):
+# more than the granularity of the coarsest file times (2 s), so that any change after the read gives the file other
+# times than its stamp holds. As the JVM source's LogView.SETTLED_MS.
+SETTLED_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What the storage tells of a file without reading it, and differs whenever its bytes may.
+
+    ``facts``: on disk, its device, inode, size and modification and change
+    times to the nanosecond (the change time moves with every write,
+    truncation, link or rename, and no call sets it back); on an object store,
+    the ETag its listing gives, with the size (an object is never written in
+    place, and one put again under the name has another ETag unless it holds
+    the same bytes), or its size and modification time where it gives none.
+    ``changed``: when it last changed, in seconds since the epoch; None where
+    ``facts`` identify the bytes themselves (an ETag).
+    """
+
+    facts: tuple[object, ...]
+    changed: float | None
+
+    def settled(self, now: float) -> bool:
+        """Unchanged for ``SETTLED_S`` at ``now``, or identified by its bytes: a later change shows in the stamp."""
+        return self.changed is None or self.changed <= now - SETTLED_S
+
+
+def modified_time(info: Mapping[str, Any]) -> float | None:
+    """When a file last changed, in seconds since the epoch, as an fsspec listing describes it."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "modified", "created"):
+        value = info.get(key)
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None
+
+
+def listed_stamp(info: Mapping[str, Any]) -> Stamp | None:
+    """The stamp of a remote file as an fsspec listing describes it; None for anything but a file, or a file of
+    which it tells too little."""
+    if info.get("type") == "directory":
+        return None
+    size = info.get("size")
+    etag = info.get("ETag") or info.get("etag")
+    if isinstance(etag, str) and etag:
+        return Stamp(("etag", etag, size), None)
+    modified = modified_time(info)
+    return None if modified is None else Stamp(("modified", size, modified), modified)
 
 
 class MissingFileError(BinlogIOError):
@@ -255,12 +317,60 @@ class Storage:
         logs = {int(match[1]) for name in names if (match := SEGMENT_NAME.match(name))}
         return {log: posixpath.join(directory, segment_name(log)) for log in sorted(logs)}
 
+    def unpack_failure(
+        self, url: str, compression: str, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    ) -> CorruptFileError | None:
+        """Why the compressed segment at ``url`` cannot be unpacked to its end as a walk reads it (R-43), or None:
+        the whole archive is read and unpacked, and nothing of it kept (``openbinlog.compressed.unpack_failure``)."""
+        return unpack_failure(
+            _archive(self, url), _CODECS[compression], path=url, max_unpacked=max_decompressed, cap_name=CAP_NAME
+        )
+
+    def stamp(self, url: str) -> Stamp | None:
+        """The stamp of a local file now (a stat, a symbolic link followed as an open follows it); None where it is
+        no regular file, or cannot be looked at (its header is then read, and meets the failure if it lasts)."""
+        try:
+            found = os.stat(local_path(url))
+        except OSError:
+            return None
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        facts = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+        return Stamp(facts, max(found.st_mtime_ns, found.st_ctime_ns) / 1e9)
+
+    def stamps(self, directory: str) -> dict[str, Stamp]:
+        """The stamps of the files of a remote ``directory`` now, by URL, from one fresh listing (one request on an
+        object store); none where it cannot be listed (their headers are then read)."""
+        fs, path = self.filesystem(directory)
+        try:
+            fs.invalidate_cache(path)
+            entries = fs.ls(path, detail=True)
+        except Exception:
+            return {}
+        found = {}
+        for info in entries:
+            stamp = listed_stamp(info)
+            if stamp is not None:
+                found[fs.unstrip_protocol(info["name"])] = stamp
+        return found
+
     def open_index(self, url: str, listed_size: int | None = None) -> IndexFile | None:
         """The index file at ``url`` (spec 18), or None when it cannot be opened: an index only saves time."""
         try:
             return IndexFile(LocalSource(local_path(url)) if is_local(url) else RemoteSource(self, url, listed_size))
         except BinlogIOError:
             return None
+
+
+def _archive(storage: Storage, url: str) -> IO[bytes]:
+    """The file of a compressed segment, open for reading."""
+    try:
+        if is_local(url):
+            return open(local_path(url), "rb")
+        fs, path = storage.filesystem(url)
+        return fs.open(path, "rb")  # type: ignore[no-any-return]
+    except Exception as exc:
+        raise _io_error(exc, url, "cannot open segment") from exc
 
 
 def _io_error(exc: BaseException, url: str, what: str) -> BinlogIOError:
@@ -364,23 +474,9 @@ class CompressedSource(SegmentSource):
 
     def __init__(self, storage: Storage, url: str, compression: str, max_decompressed: int) -> None:
         self.url = url
-        codec = {name: suffix for suffix, name in COMPRESSIONS.items()}[compression]
         self._segment = CompressedSegment(
-            self._raw(storage),
-            codec,
-            path=url,
-            max_unpacked=max_decompressed,
-            cap_name="option maxDecompressedBytes",
+            _archive(storage, url), _CODECS[compression], path=url, max_unpacked=max_decompressed, cap_name=CAP_NAME
         )
-
-    def _raw(self, storage: Storage) -> IO[bytes]:
-        try:
-            if is_local(self.url):
-                return open(local_path(self.url), "rb")
-            fs, path = storage.filesystem(self.url)
-            return fs.open(path, "rb")  # type: ignore[no-any-return]
-        except Exception as exc:
-            raise _io_error(exc, self.url, "cannot open segment") from exc
 
     def read_at(self, offset: int, size: int) -> bytes:
         data = self._segment.read_at(offset, size)

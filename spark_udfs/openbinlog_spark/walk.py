@@ -107,6 +107,7 @@ class SegmentRange:
     chain: ChainCheck | None = None  # the boundary after this segment, checked by the range that ends at S
     narrowed: bool = False
     read_to: int | None = None
+    opens: bool = True  # the first range of the segment the plan reads
 
     @property
     def log(self) -> int:
@@ -339,7 +340,17 @@ class RangeWalker:
     the range whose walk goes over C, as a ``DamagedRegion`` that
     ``ends_walk`` in either mode (the caller decides whether it is an error),
     and the others end without a report. A range that starts beyond C (the
-    tail of a finished segment) then reads nothing.
+    tail of a finished segment) then reads nothing. Where the successor's
+    header fails when the range starts (it passed at planning, or the segment
+    would be one range), the segment's first range walks it alone, as
+    planning plans such a segment, and its other ranges read nothing: the walk
+    ends at the first record damage (a tolerant walk makes END there,
+    RESYNC step 1) or at C, and a range that starts after that damage cannot
+    know of it.
+
+    The chain check at S (spec 8.6) is made by the range whose walk reaches
+    S: the last range, or the one before it when no boundary follows its stop
+    (the last range then starts inside the last record and reads nothing).
     """
 
     def __init__(
@@ -386,15 +397,21 @@ class RangeWalker:
 
     def __iter__(self) -> Iterator[RecordRun | list[Entry] | DamagedRegion]:
         rng = self.rng
+        ended = self.successor_failure is not None and self.successor_failure() is not None
+        if ended and not rng.opens:
+            self.position = rng.start
+            return  # the segment's first range walks it alone, up to its first damage or C
         planned = self._start()
         if planned is None:
             self.position = rng.readable_end
             return
         start, index, asqn, split = planned
         commit = rng.end.commit_offset
-        if start > commit and self.successor_failure is not None and self.successor_failure() is not None:
+        if start > commit and ended:
             self.position = start
             return  # the walk of the segment ended at C, where END met the failing header
+        if ended:
+            split = None  # walked alone, on to where END meets the failing header
         walk = SegmentWalk(
             self.source,
             path=self.path,
@@ -427,7 +444,7 @@ class RangeWalker:
                 break  # at S, or at the split's end
             yield part
         self.position, self.next_index = walk.offset, walk.next_index
-        if rng.chain is not None and split is None and walk.at_end:
+        if rng.chain is not None and (split is None or split.walk_to >= rng.end.offset) and walk.at_end:
             broken = self._chain_break(rng.chain, walk)
             if broken is not None:
                 yield broken

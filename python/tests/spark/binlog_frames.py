@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +88,16 @@ def _split_rows(rows: Sequence[dict[str, Any]], corrupt: bool) -> tuple[list[Rec
 
 
 def planned(
-    path: Path | str | list[str], *, filters: Sequence[Any] = (), **options: Any
+    path: Path | str | list[str],
+    *,
+    filters: Sequence[Any] = (),
+    between: Callable[[], object] | None = None,
+    **options: Any,
 ) -> tuple[list[Record], list[DamageRow], int]:
     """Plan and read through the data source classes in this process, without Spark.
 
     Returns the records, the damage rows and the number of partitions planned.
+    ``between``: a change made after planning, before the partitions are read.
     """
     given = {"paths": _json_paths(path)} if isinstance(path, list) else {"path": str(path)}
     source = BinlogDataSource({**given, **{key: str(value) for key, value in options.items()}})
@@ -102,6 +107,8 @@ def planned(
         reader = BinlogPushdownReader(reader.options, schema)
         reader.pushFilters(list(filters))
     partitions = reader.partitions()
+    if between is not None:
+        between()
     rows: list[dict[str, Any]] = []
     for partition in partitions:
         for batch in reader.read(partition):

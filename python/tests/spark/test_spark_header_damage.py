@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gzip
 import re
+import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from binlog_frames import DamageRow, Record, collected, planned, reference_to_it
 from hypothesis import HealthCheck, given, settings
 from logtools import read_entries
 from pyspark.sql import SparkSession
+from pyspark.sql.datasource import In
 from strategies import header_damages, java_log_items
 from test_java_reader import write
 from test_spark_semantics import build_log
@@ -84,10 +87,17 @@ def _damage_order(row: DamageRow) -> tuple[int, int, str]:
     return (row[1] or 0, row[2] or 0, row[0])
 
 
-def read_in_process(log: Path, mode: str, options: dict[str, str]) -> Any:
-    """The Python source's rows, planned and read in this process, or the error (class, log, offset) it fails with."""
+def read_in_process(
+    log: Path,
+    mode: str,
+    options: dict[str, str],
+    between: Callable[[], object] | None = None,
+    filters: Sequence[Any] = (),
+) -> Any:
+    """The Python source's rows, planned and read in this process, or the error (class, log, offset) it fails with;
+    ``between``: a change made after planning; ``filters``: pushed, and pruning segments."""
     try:
-        records, damages, _ = planned(log, mode=mode, **options)
+        records, damages, _ = planned(log, mode=mode, between=between, filters=filters, **options)
     except BinlogError as error:
         return error.error_class, error.log, error.offset
     return records, damages
@@ -126,6 +136,60 @@ def test_damage_below_a_damaged_header_ends_the_walk_there_as_the_reference_does
     assert read_in_process(log, mode, task_options(log, tasks)) == expected(log, mode)
     records, damages, ended = reference_to_its_end(log)
     assert (len(records), damages, ended and ended.error_class) == (record, [], "bad_header")
+
+
+def damage_record(log: Path, number: int, record: int) -> None:
+    """A payload byte of the ``record``-th record of segment ``number`` flipped: checksum_mismatch."""
+    entry = [entry for entry in read_entries(log) if entry.log == number][record]
+    segment = log / f"{number:08d}.dat"
+    data = bytearray(segment.read_bytes())
+    data[entry.offset + 45] ^= 0x10
+    segment.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("tasks", [3, 7])
+@pytest.mark.parametrize("record", [0, 4, 20])
+@pytest.mark.parametrize("mode", MODES)
+def test_damage_below_a_header_failing_after_planning_ends_every_range_of_the_segment_there(
+    tmp_path: Path, mode: str, record: int, tasks: int
+) -> None:
+    """A record of segment 1 damaged, then, after planning, segment 2's header: segment 1 was cut into ranges, since
+    its successor's header passed at planning. The reference's walk makes END at the damage, which meets the failing
+    header and ends the walk there. The ranges of segment 1 between the damage and its commit point returned their
+    records; now, the successor's header failing when they start, the first range walks the segment alone, as
+    planning plans it, and the other ranges read nothing."""
+    log = build_log(tmp_path / "log", records=60, cut_every=30)
+    damage_record(log, 1, record)
+    options = task_options(log, tasks)
+    assert planned(log, **options)[2] > 1  # segment 1 is cut into ranges read by several tasks
+    found = read_in_process(log, mode, options, between=partial(damage_header, log, 2, "plain"))
+    assert found == expected(log, mode)
+    records, damages, ended = reference_to_its_end(log)
+    assert (len(records), damages, ended and ended.error_class) == (record, [], "bad_header")
+
+
+def _remove_2_and_damage_3(log: Path) -> None:
+    (log / "00000002.dat").unlink()
+    damage_header(log, 3, "plain")
+
+
+@pytest.mark.parametrize("pruned", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hole_whose_next_header_fails_after_planning_is_that_header_not_a_broken_chain(
+    tmp_path: Path, mode: str, pruned: bool
+) -> None:
+    """Segment 2 of four removed after planning and segment 3's header damaged: a tolerant reference's BROKEN checks
+    the header of segment 3, where it would go on, and reports its error instead of the broken chain (spec readers
+    10.2.2, BROKEN step 2); a strict one reports the broken chain first (step 1). The Python source's row was the
+    broken chain: by the first range of segment 2, or, with segment 2 pruned by a filter on ``log``, by the chain
+    check at the end of segment 1, and then segment 3's header as well."""
+    log = build_log(tmp_path / "log", records=40, cut_every=10)
+    filters = [In(("log",), (1, 3, 4))] if pruned else []
+    options = {"ignoreMissingFiles": "true", **task_options(log, 3)}
+    found = read_in_process(log, mode, options, between=partial(_remove_2_and_damage_3, log), filters=filters)
+    assert found == expected(log, mode)
+    _, _, ended = reference_to_its_end(log)
+    assert ended is not None and (ended.error_class, ended.log) == ("bad_header", 3)
 
 
 @pytest.mark.parametrize("ignore", ["true", "false"])
@@ -198,3 +262,59 @@ def test_both_sources_read_what_the_reference_reads_before_a_damaged_segment_hea
             assert re.search(rf"\blog[= ]{number},? offset[= ]{offset}\b", found), (source, found[:2000])
         else:
             assert found == wanted, source
+
+
+@pytest.fixture(scope="module")
+def megabyte_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three segments of about 2.3 MB each, of incompressible records: a compressed copy cut at 60% fails beyond the
+    first mebibyte it unpacks, which is what the header check of planning unpacks."""
+    return build_log(tmp_path_factory.mktemp("megabytes") / "log", records=4500, cut_every=1500, size=1500)
+
+
+@pytest.mark.parametrize("tasks", [1, 4])
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+@pytest.mark.parametrize("damaged", [1, 2])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_compressed_segment_whose_archive_fails_past_its_first_mebibyte_ends_the_walk_as_the_reference_does(
+    megabyte_log: Path, tmp_path: Path, mode: str, damaged: int, codec: str, tasks: int
+) -> None:
+    """Segment 1 or 2 of three compressed, its archive cut at 60%: its header passes the checks of planning, and
+    unpacking fails at about 1.4 MB. The reference returns the records its walk read before the failure, reports
+    ``bad_header`` at offset 0 (R-43) and stops. The Python source returned none of that segment's records, then its
+    damage row, and read the segments after it as if the log went on."""
+    log = tmp_path / "log"
+    shutil.copytree(megabyte_log, log)
+    segment = log / f"{damaged:08d}.dat"
+    data = segment.read_bytes()
+    packed = CODECS[codec](data)
+    segment.with_name(f"{segment.name}.{codec}").write_bytes(packed[: len(packed) * 6 // 10])
+    segment.unlink()
+    records, damages, ended = reference_to_its_end(log)
+    assert ended is not None and (ended.error_class, ended.log, ended.offset) == ("bad_header", damaged, 0)
+    assert damages == [] and {record[0] for record in records} == set(range(1, damaged + 1))
+    assert 0 < sum(record[0] == damaged for record in records) < 1500  # some of its records, not all
+    assert read_in_process(log, mode, task_options(log, tasks)) == expected(log, mode)
+
+
+@pytest.mark.parametrize("split", ["1m", "64m"])
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "FAILFAST"])
+def test_through_spark_a_compressed_segment_whose_archive_fails_past_its_first_mebibyte_ends_the_walk(
+    spark: SparkSession, megabyte_log: Path, tmp_path: Path, mode: str, split: str
+) -> None:
+    """The same read through Spark, planned in its planning worker and read by its tasks: segment 1 of three, its
+    gzip copy cut at 60%, gives the records the reference returns before the failure and its damage row, or in
+    FAILFAST its error, and nothing of segments 2 and 3."""
+    log = tmp_path / "log"
+    shutil.copytree(megabyte_log, log)
+    segment = log / "00000001.dat"
+    packed = gzip.compress(segment.read_bytes())
+    segment.with_name(f"{segment.name}.gz").write_bytes(packed[: len(packed) * 6 // 10])
+    segment.unlink()
+    wanted = expected(log, mode)
+    found = _spark_read(spark, "binlog", log, mode, split)
+    if mode == "FAILFAST":
+        assert isinstance(found, str)
+        assert re.search(r"\bbad_header\b", found) and re.search(r"\blog[= ]1,? offset[= ]0\b", found), found[:2000]
+    else:
+        assert found == wanted
+        assert 0 < len(found[0]) < 1500

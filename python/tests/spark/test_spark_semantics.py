@@ -29,7 +29,7 @@ from binlog_frames import (
     strict_reference,
     write_segment,
 )
-from logtools import FaultyFileSystem, append_raw, commit_offset, flip_bit, segment
+from logtools import FaultyFileSystem, append_raw, commit_offset, flip_bit, read_entries, segment
 from pyspark.errors import PySparkException
 from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan
 from test_legacy import legacy_segment
@@ -378,6 +378,31 @@ def test_segment_that_does_not_continue_its_predecessor_is_chain_broken(tmp_path
     assert (
         [damage[:4] for damage in damages] == [("chain_broken", 2, 0, 6)] == [damage[:4] for damage in expected_damages]
     )
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "FAILFAST"])
+def test_the_chain_check_after_a_damaged_last_record_is_made_whatever_the_split(tmp_path: Path, mode: str) -> None:
+    """The last record of segment 1 damaged: the walk finds nothing to resume at, ends the segment at S' with the
+    damaged record's index and reports the chain to segment 2, whose base index lies above it, broken (spec 10.4,
+    R-39). Where the last range of segment 1 started inside that record, it found no boundary and read nothing, and
+    the range before it, whose walk reached S, made no chain check: the chain_broken row was missing."""
+    directory = build_log(tmp_path / "log", records=40, cut_every=20, size=400)
+    last = [entry for entry in read_entries(directory) if entry.log == 1][-1]
+    segment = directory / "00000001.dat"
+    data = bytearray(segment.read_bytes())
+    data[last.offset + 45] ^= 0x10
+    segment.write_bytes(bytes(data))
+    expected_records, expected_damages = reference(directory)
+    assert [damage[0] for damage in expected_damages] == ["checksum_mismatch", "chain_broken"]
+    for splits in range(1, 12):
+        options = split_options(segment.stat().st_size, splits)
+        if mode == "FAILFAST":
+            with pytest.raises(BinlogError) as failed:
+                planned(directory, mode=mode, **options)
+            assert failed.value.error_class == "checksum_mismatch", splits
+        else:
+            records, damages, _ = planned(directory, mode=mode, **options)
+            assert (records, damages) == (expected_records, expected_damages), splits
 
 
 def test_a_damaged_header_is_reported_once_and_ends_the_walk_as_the_reference_reader_ends_it(tmp_path: Path) -> None:
