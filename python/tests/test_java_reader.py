@@ -413,6 +413,12 @@ def json_key(record: Json) -> tuple[int, int, str, str]:
 @example(items=[(b"", 1), (b"", None), None, (b"", 1)], faults=[("asqn", 0, 5)], tolerant=True, step=1)
 @example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=False, step=1)
 @example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=True, step=1)
+@example(
+    items=[None, None, None, None, (b"", None), (b"", 1), None, None],
+    faults=[("asqn", 0, 3), ("zero", 152, 0)],
+    tolerant=True,
+    step=1,
+)
 def test_a_read_in_parts_returns_and_rejects_what_one_read_does(
     java: SessionTestee, items: list[Item], faults: list[Fault], tolerant: bool, step: int
 ) -> None:

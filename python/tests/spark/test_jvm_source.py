@@ -10,14 +10,18 @@ from __future__ import annotations
 import gzip
 import os
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 import zstandard
 from binlog_frames import DamageRow, Record, collected, log_of_logs, reference, strict_reference
-from logtools import flip_bit
+from logtools import flip_bit, read_entries
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
+from test_jvm_missing import _after_planning
+from test_jvm_paths import _rows
+from test_spark_header_damage import damage_header, expected
 from test_spark_semantics import build_log
 
 from openbinlog import Writer, build_indexes, compress_segments
@@ -214,6 +218,46 @@ def test_a_damaged_segment_header_is_one_damage_row_of_0_bytes_skipped_in_both_s
             assert [bytes(row[0]) for row in cells] == [b""], (name, split_bytes)
     offset = 0 if damage.startswith("gz_") and not damage.endswith("flipped") else 92
     assert set(map(tuple, rows.values())) == {(("bad_header", 2, offset, None, 0, None),)}
+
+
+def _damage_record_below_header(log: Path, record: int) -> None:
+    """A payload byte of record ``record`` of segment 1 flipped (checksum_mismatch), and segment 2's header."""
+    entry = [entry for entry in read_entries(log) if entry.log == 1][record]
+    flip_bit(log / "00000001.dat", entry.offset + 45, 4)
+    damage_header(log, 2, "plain")
+
+
+@pytest.mark.parametrize("split_bytes", ["1k", "64m"])
+@pytest.mark.parametrize("record", [0, 4, 9])
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+def test_record_damage_below_a_damaged_header_ends_the_walk_there_in_parts_of_any_size(
+    spark: SparkSession, tmp_path: Path, mode: str, record: int, split_bytes: str
+) -> None:
+    """A record of segment 1 damaged, and segment 2's header: the reference's tolerant walk needs the end of segment
+    1 at the damage (spec readers 10.2.2, RESYNC step 1), whose END checks segment 2's header first and ends the walk
+    there. Segment 1 cut into parts returned the records of the parts after the damage, and each part that reached
+    the commit point reported the header again; now both sources return the reference's rows, in parts of any size."""
+    log = build_log(tmp_path / "log", records=30, cut_every=10)
+    _damage_record_below_header(log, record)
+    wanted = expected(log, mode)
+    assert [row[2] for row in wanted[0]] == list(range(1, record + 1))  # the records before the damage
+    for name in (FORMAT, "binlog"):
+        frame = spark.read.format(name).options(mode=mode, maxPartitionBytes=split_bytes, openCostInBytes="1")
+        assert collected(frame.load(str(log))) == wanted, name
+
+
+@pytest.mark.parametrize("record", [0, 4, 9])
+def test_record_damage_below_a_header_damaged_after_planning_ends_the_walk_there(
+    spark: SparkSession, tmp_path: Path, record: int
+) -> None:
+    """As above, segment 2's header damaged once segment 1 was planned in parts: the part that opens segment 1 walks
+    it alone, as READ-LOG does, and its other parts return nothing."""
+    log = build_log(tmp_path / "log", records=30, cut_every=10)
+    frame = spark.read.format(FORMAT).options(maxPartitionBytes="1k", openCostInBytes="1").load(str(log))
+    rows = _after_planning(frame, partial(_damage_record_below_header, log, record))
+    fresh = spark.read.format(FORMAT).options(maxPartitionBytes="1k", openCostInBytes="1").load(str(log))
+    assert rows == _rows(fresh)
+    assert collected(fresh) == expected(log, "PERMISSIVE")
 
 
 def test_small_segments_are_packed_into_tasks_as_spark_packs_files(spark: SparkSession, tmp_path: Path) -> None:

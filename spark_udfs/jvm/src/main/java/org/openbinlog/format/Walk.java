@@ -39,7 +39,8 @@ final class Walk {
     // A part's walk landed on b(stop), whose record passed steps 7 and 8 of format §4.3.1 and sets no A (it has no
     // asqn): the A the part holds is READ-LOG's beyond b(stop) too, up to the first asqn.
     private boolean aPassesStop;
-    // A PART of a segment whose END raises: END is made at C, as READ-LOG makes it, not at the start.
+    // A PART of a segment whose END raises, which walks it alone: END is made where READ-LOG makes it (at the first
+    // record damage of a tolerant walk, RESYNC step 1, or at C), not at the start.
     private boolean endAtC;
     // E and A, carried over every segment.
     private long e;
@@ -184,7 +185,7 @@ final class Walk {
             try {
                 end();
             } catch (BinlogException error) {
-                endRaises = true; // its parts read up to C, where READ-LOG raises it
+                endRaises = true; // its one part reads up to where READ-LOG raises it
                 s = c;
             }
             long since = before == n - 1 ? beforeUs : Long.MIN_VALUE;
@@ -219,15 +220,17 @@ final class Walk {
      * at or before the first row that can match, the checked entry after the last), as SEEK with an index starts
      * at both ends; the record at the stop entry is not returned, and a part at S makes NEXT's checks. A compressed
      * segment (protocols §2.6) is one part, read whole, its index unused, as the Python source plans it: a cut
-     * would unpack it up to there in each task.
+     * would unpack it up to there in each task. So is a segment whose END raises ({@code endRaises}, a successor
+     * header that fails its checks), as the Python source plans it: READ-LOG raises it at the first record damage
+     * of a tolerant walk (RESYNC step 1) or at C, and a part that starts after that damage cannot know of it.
      */
     private void planSegment(java.util.List<Part> parts, long step, Bounds bounds, long carried, boolean endRaises)
             throws java.io.IOException {
-        if (f.compressed()) {
+        if (f.compressed() || endRaises) {
             parts.add(new Part(n, 0, Part.TO_END, carried, endRaises));
             return;
         }
-        CheckedEntries entries = endRaises ? null : checkedEntries();
+        CheckedEntries entries = checkedEntries();
         IndexFile.Entry from = entries == null ? null : narrowedStart(entries, bounds);
         IndexFile.Entry to = entries == null ? null : narrowedStop(entries, bounds);
         if (to != null && (from == null ? Header.SIZE : from.offset()) >= to.offset()) {
@@ -247,7 +250,7 @@ final class Walk {
         long startIndex = from == null ? Part.NO_ENTRY : from.index();
         if (entries == null) {
             for (long cut : wanted) {
-                parts.add(new Part(n, start, cut, carried, endRaises, startIndex, Part.NO_ENTRY));
+                parts.add(new Part(n, start, cut, carried, false, startIndex, Part.NO_ENTRY));
                 start = cut;
                 startIndex = Part.NO_ENTRY;
             }
@@ -260,7 +263,7 @@ final class Walk {
             }
         }
         if (to == null) {
-            parts.add(new Part(n, start, Part.TO_END, carried, endRaises, startIndex, Part.NO_ENTRY));
+            parts.add(new Part(n, start, Part.TO_END, carried, false, startIndex, Part.NO_ENTRY));
         } else {
             parts.add(new Part(n, start, to.offset(), carried, false, startIndex, to.index(), to.offset()));
             atEnd(parts);
@@ -418,7 +421,14 @@ final class Walk {
         }
         Header r = enterSplittable(log);
         if (part.endRaises() || !endMade(log)) {
-            endAtC = true; // RESYNC step 1 and WALK step 2.1 make END, which raises, where READ-LOG makes it
+            // RESYNC step 1 and WALK step 2.1 make END, which raises, where READ-LOG makes it: at the first record
+            // damage of a tolerant walk, or at C. Only a walk of the segment from where the plan's read of it
+            // starts knows which comes first, so the part that opens the segment walks it alone, unsplit (PLAN
+            // makes it the only one where END raised at planning), and the others read nothing.
+            if (!opens) {
+                return;
+            }
+            endAtC = true;
             s = c;
             endIndex = slot.nextIndex();
         }
@@ -440,7 +450,12 @@ final class Walk {
             e = search.index;
             a = -1;
         }
-        if (!part.last()) {
+        if (endAtC && o > c) {
+            end(); // a part that opens the segment beyond C: the walk of it ended at C, where END raises
+            throw new BinlogException(ErrorClass.IO_ERROR, f.file(), n, null, null,
+                    "the header of segment " + (n + 1) + " changed while this part was read");
+        }
+        if (!part.last() && !endAtC) {
             split = true;
             t = part.stop();
             boolean atEntry = part.stopIndex() != Part.NO_ENTRY;
