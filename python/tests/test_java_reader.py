@@ -384,20 +384,37 @@ def assert_same_but_for_split_boundaries(parts: Json, whole: Json) -> None:
     record that does not carry the index or asqn the walk expects, the part that ends there reports it and the
     next part starts there (readers 10.5, "Tolerant splits"; the damage row's resume index is that record's),
     while the whole walk resynchronises after it: the same damage is reported at the same place, and the read in
-    parts also returns the records the whole walk stepped over there. Nothing else may differ."""
+    parts also returns the records the whole walk stepped over there. The whole walk, having stepped over other
+    records, "may list different damage after it" (10.5): where it found nothing to resume at, its walk of the
+    segment ends there and keeps the E of the damaged record (RESYNC step 4, R-39), so that its NEXT reports a
+    successor whose base index lies above that E as ``chain_broken``, while the parts returned the records up to the
+    segment's end, whose E the successor continues. Nothing else may differ."""
     assert parts["error"] == whole["error"]
     mine = {json_key(record) for record in parts["records"]}
     theirs = {json_key(record) for record in whole["records"]}
     assert theirs <= mine
     reported = {key(damage) for damage in parts["damage"]}
     skipped = [damage for damage in whole["damage"] if key(damage) in reported]
+    stepped: list[Json] = []  # the whole walk's regions over a record the parts returned
     for extra in mine - theirs:
-        assert any(
-            damage["log"] == extra[0]
-            and int(damage["offset"]) <= extra[1] < int(damage["offset"]) + int(damage["bytes_skipped"])
+        over = [
+            damage
             for damage in skipped
-        ), extra
-    assert {key(damage) for damage in whole["damage"]} <= reported
+            if damage["log"] == extra[0]
+            and int(damage["offset"]) <= extra[1] < int(damage["offset"]) + int(damage["bytes_skipped"])
+        ]
+        assert over, extra
+        stepped += over
+    assert {key(damage) for damage in whole["damage"] if not after_a_step(damage, stepped)} <= reported
+
+
+def after_a_step(damage: Json, stepped: list[Json]) -> bool:
+    """Whether ``damage`` is the whole walk's broken chain after a segment whose walk ended at damage with nothing to
+    resume at, over records the parts returned (a region of ``stepped``), with the E of that damage."""
+    return damage["class"] == "chain_broken" and any(
+        region["resumed_index"] is None and damage["log"] == region["log"] + 1 and damage["index"] == region["index"]
+        for region in stepped
+    )
 
 
 def json_key(record: Json) -> tuple[int, int, str, str]:
@@ -413,6 +430,7 @@ def json_key(record: Json) -> tuple[int, int, str, str]:
 @example(items=[(b"", 1), (b"", None), None, (b"", 1)], faults=[("asqn", 0, 5)], tolerant=True, step=1)
 @example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=False, step=1)
 @example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=True, step=1)
+@example(items=[(b"", None), (b"", None), None], faults=[("frame", 0, 128)], tolerant=True, step=1)
 @example(
     items=[None, None, None, None, (b"", None), (b"", 1), None, None],
     faults=[("asqn", 0, 3), ("zero", 152, 0)],
