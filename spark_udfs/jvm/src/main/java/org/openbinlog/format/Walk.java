@@ -581,7 +581,7 @@ final class Walk {
      * check holds for it ({@link CheckedHeaders} says why), so a part reads its own header and those of the
      * segments below it that changed, not every one below it.
      */
-    private boolean reached(int log, boolean opens) throws java.io.IOException {
+    boolean reached(int log, boolean opens) throws java.io.IOException {
         for (int k : view.presentSegments()) {
             if (k > log) {
                 return true;

@@ -138,19 +138,22 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     /**
      * Whether the segments the piece reads are there, in one of their forms: its part's segment, or, for a log read
      * whole, every segment planned. One that is gone is FILE_NOT_EXIST, unless missing files are ignored: a part
-     * of a removed segment then reads nothing, and a whole log is read as it is now.
+     * of a removed segment then reads nothing, and a whole log is read as it is now. A segment the walk no longer
+     * needs, above a header that fails its checks now (another segment renamed into its place, say), is not
+     * missing: the walk ends below it, as a fresh read's does, and the part reads nothing.
      */
     private boolean present(SplitPartition.Piece piece, Storage storage, LogReader reader) throws IOException {
         if (!piece.part().whole()) {
             int log = piece.part().log();
             if (!reader.has(log)) {
-                return missing(planned(piece, storage, log));
+                return reader.needs(log, piece.checked()) && missing(planned(piece, storage, log));
             }
             // END and NEXT read the header of the next segment the plan reads: without it the log would end here,
             // though that segment's task may have read it before it went. Ignored, it is its own parts' to skip,
             // unless this segment is unsealed: END would then end it at its commit point (protocols §8.4), and the
             // records the plan reads past that would be missing unreported.
-            if (piece.nextRead() && !reader.has(log + 1) && !(options.ignoreMissing && reader.sealed(log))) {
+            if (piece.nextRead() && !reader.has(log + 1) && !(options.ignoreMissing && reader.sealed(log))
+                    && reader.needs(log + 1, piece.checked())) {
                 throw SparkErrors.fileNotExist(planned(piece, storage, log + 1));
             }
             return true;
