@@ -268,6 +268,41 @@ def test_a_zstd_archive_cut_inside_a_frame_after_a_whole_one_is_a_bad_header(jav
         assert_same(ask(java, {"path": str(directory)}), expected)
 
 
+def cut_archive_log(directory: Path, codec: str, record_bytes: int, kept: float) -> None:
+    """A log of three segments of about 4 MB, the first two compressed in ``codec`` by the reference's compression,
+    the second's archive then cut after ``kept`` of its bytes: beyond the first pieces a reader unpacks."""
+    with Writer(directory, max_segment_bytes=4_000_000, durability="os") as writer:
+        for number in range(12_000_000 // (record_bytes + 40)):
+            writer.append((number.to_bytes(4, "big") * (record_bytes // 4 + 1))[:record_bytes])
+    for number in (1, 2):
+        compress(directory / f"{number:08d}.dat", codec)
+    archive = directory / f"00000002.dat.{codec}"
+    packed = archive.read_bytes()
+    archive.write_bytes(packed[: int(len(packed) * kept)])
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize(("record_bytes", "kept"), [(1400, 0.5), (1400, 0.99), (300_000, 0.7), (300_000, 0.9)])
+def test_an_archive_cut_beyond_its_first_pieces_is_read_up_to_the_cut_as_the_reference_reads_it(
+    java: SessionTestee, codec: str, record_bytes: int, kept: float
+) -> None:
+    """The header check unpacks the first piece of segment 2, which passes. The walk then learnt the segment's size
+    F by unpacking it whole, which failed before any of its records: none of them was returned, where the reference
+    returns those it unpacks before the cut (R-9) and then reports the archive (R-43). Now the segment is unpacked
+    as far as the walk reads, as the reference reads it, a read in parts too: the same records, then bad_header."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        cut_archive_log(directory, codec, record_bytes, kept)
+        for tolerant in (False, True):
+            whole = read_log_tolerant(str(directory)) if tolerant else read_log(str(directory))
+            assert whole["error"] == {"class": "bad_header", "log": 2, "offset": "0", "index": None}
+            assert {record["log"] for record in whole["records"]} == {1, 2}
+            assert_same(ask(java, {"path": str(directory), "tolerant": tolerant}), whole)
+            parts = ask(java, {"path": str(directory), "tolerant": tolerant, "plan_bytes": 1 << 20})
+            assert_same(parts, in_one_piece(whole))
+
+
 @pytest.mark.spec("R-28", "R-29", "R-30")
 @EXAMPLES
 @given(java_log_items, java_log_damages, st.data())

@@ -19,6 +19,7 @@ from binlog_frames import DamageRow, Record, collected, log_of_logs, reference, 
 from logtools import flip_bit, read_entries
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
+from test_java_reader import cut_archive_log
 from test_jvm_missing import _after_planning
 from test_jvm_paths import _rows
 from test_spark_header_damage import damage_header, expected
@@ -256,6 +257,43 @@ def test_record_damage_below_a_header_damaged_after_planning_ends_the_walk_there
     frame = spark.read.format(FORMAT).options(maxPartitionBytes="1k", openCostInBytes="1").load(str(log))
     rows = _after_planning(frame, partial(_damage_record_below_header, log, record))
     fresh = spark.read.format(FORMAT).options(maxPartitionBytes="1k", openCostInBytes="1").load(str(log))
+    assert rows == _rows(fresh)
+    assert collected(fresh) == expected(log, "PERMISSIVE")
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("split_bytes", ["1m", "64m"])
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+def test_an_archive_cut_beyond_its_first_pieces_ends_the_walk_after_its_records_before_the_cut(
+    spark: SparkSession, tmp_path: Path, mode: str, codec: str, split_bytes: str
+) -> None:
+    """Segment 2 of three compressed, its archive cut beyond the piece its header check unpacks. The reference
+    returns segment 1, the records of segment 2 it unpacks before the cut, then bad_header at offset 0, which ends
+    its walk (R-43). The JVM source returned none of segment 2's records, and segment 3's after the damage row."""
+    log = tmp_path / "log"
+    cut_archive_log(log, codec, 1400, 0.7)
+    wanted = expected(log, mode)
+    assert {record[0] for record in wanted[0]} == {1, 2}
+    assert wanted[1] == ([("bad_header", 2, 0, None, 0, None)] if mode == "PERMISSIVE" else [])
+    frame = spark.read.format(FORMAT).options(mode=mode, maxPartitionBytes=split_bytes, openCostInBytes="1")
+    assert collected(frame.load(str(log))) == wanted
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_an_archive_cut_after_planning_ends_the_walk_as_in_a_fresh_read(
+    spark: SparkSession, tmp_path: Path, codec: str
+) -> None:
+    """As above, the archive cut once the read was planned: the parts of segment 3 find the file of segment 2
+    changed since planning and unpack it to know whether the walk gets past it; the rows are a fresh read's."""
+    log = tmp_path / "log"
+    cut_archive_log(log, codec, 1400, 1.0)
+    archive = log / f"00000002.dat.{codec}"
+    packed = archive.read_bytes()
+    frame = spark.read.format(FORMAT).options(maxPartitionBytes="1m", openCostInBytes="1").load(str(log))
+    rows = _after_planning(frame, partial(archive.write_bytes, packed[: len(packed) * 7 // 10]))
+    fresh = spark.read.format(FORMAT).options(maxPartitionBytes="1m", openCostInBytes="1").load(str(log))
     assert rows == _rows(fresh)
     assert collected(fresh) == expected(log, "PERMISSIVE")
 
