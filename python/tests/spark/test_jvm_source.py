@@ -383,6 +383,21 @@ def test_splits_of_any_size_return_the_same_rows(spark: SparkSession, tmp_path: 
     assert collected(frame) == reference(log)
 
 
+def test_a_task_lists_a_local_log_directory_once_for_all_its_pieces(spark: SparkSession, tmp_path: Path) -> None:
+    """Each piece of a task listed the log directory again, the largest cost of a piece of a small segment: one task
+    reading every segment of a log of many small ones made a listing per segment. Now its pieces start from the
+    task's listing (the binlogListings metric counts the listings made); the rows are the reference's still."""
+    log = _log(tmp_path / "log", 600, segment_bytes=8_000)
+    segments = len(list(log.glob("*.dat")))
+    assert segments >= 10
+    query = spark.read.format(FORMAT).option("maxPartitionNum", "1").load(str(log)).select("log", "offset")
+    rows = sorted((row[0], row[1]) for row in query.collect())
+    plan = query._jdf.queryExecution().executedPlan()
+    assert "Tasks: 1," in plan.toString()
+    assert int(plan.collectLeaves().apply(0).metrics().apply("binlogListings").value()) == 1
+    assert rows == [(record[0], record[1]) for record in reference(log)[0]]
+
+
 def test_a_filter_on_log_is_pushed_shown_and_prunes_segments(spark: SparkSession, tmp_path: Path) -> None:
     log = _log(tmp_path / "log", 2000, segment_bytes=150_000)
     frame = spark.read.format(FORMAT).load(str(log))

@@ -47,9 +47,12 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     private final Thread walker;
     /** The stamps of files the task's pieces looked at, by log directory: one look a file ({@link TaskStamps}). */
     private final Map<String, Map<String, Storage.Stamp>> stamps = new HashMap<>();
+    /** The task's listings of local log directories: one a directory ({@link TaskListing}). */
+    private final Map<java.nio.file.Path, List<String>> listings = new HashMap<>();
     private volatile Throwable failure;
     private volatile boolean closed;
     private volatile long bytesRead;
+    private volatile long listingsMade;
     private ColumnBatch current;
     private boolean ended;
 
@@ -86,8 +89,10 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     /** One part of the task's, to the end: its last batch is handed over, so that no batch holds two parts. */
     private void read(SplitPartition.Piece piece) throws IOException {
         Storage opened = Storages.open(piece.directory(), piece.hadoop());
+        java.nio.file.Path local = Storages.local(piece.directory()) ? Storages.localPath(piece.directory()) : null;
+        Storage listed = new TaskListing(opened, local, listings, made -> listingsMade += made);
         Map<String, Storage.Stamp> seen = stamps.computeIfAbsent(piece.directory(), directory -> new HashMap<>());
-        CountingStorage storage = new CountingStorage(new SelectedStorage(new TaskStamps(opened, seen), piece.names()));
+        CountingStorage storage = new CountingStorage(new SelectedStorage(new TaskStamps(listed, seen), piece.names()));
         long before = bytesRead;
         try (LogReader reader = open(storage)) {
             if (reader == null) {
@@ -329,7 +334,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public CustomTaskMetric[] currentMetricsValues() {
-        return new CustomTaskMetric[] {BytesReadMetric.of(bytesRead)};
+        return new CustomTaskMetric[] {BytesReadMetric.of(bytesRead), ListingsMetric.of(listingsMade)};
     }
 
     @Override
