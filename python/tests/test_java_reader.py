@@ -268,6 +268,41 @@ def test_a_zstd_archive_cut_inside_a_frame_after_a_whole_one_is_a_bad_header(jav
         assert_same(ask(java, {"path": str(directory)}), expected)
 
 
+def cut_archive_log(directory: Path, codec: str, record_bytes: int, kept: float) -> None:
+    """A log of three segments of about 4 MB, the first two compressed in ``codec`` by the reference's compression,
+    the second's archive then cut after ``kept`` of its bytes: beyond the first pieces a reader unpacks."""
+    with Writer(directory, max_segment_bytes=4_000_000, durability="os") as writer:
+        for number in range(12_000_000 // (record_bytes + 40)):
+            writer.append((number.to_bytes(4, "big") * (record_bytes // 4 + 1))[:record_bytes])
+    for number in (1, 2):
+        compress(directory / f"{number:08d}.dat", codec)
+    archive = directory / f"00000002.dat.{codec}"
+    packed = archive.read_bytes()
+    archive.write_bytes(packed[: int(len(packed) * kept)])
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize(("record_bytes", "kept"), [(1400, 0.5), (1400, 0.99), (300_000, 0.7), (300_000, 0.9)])
+def test_an_archive_cut_beyond_its_first_pieces_is_read_up_to_the_cut_as_the_reference_reads_it(
+    java: SessionTestee, codec: str, record_bytes: int, kept: float
+) -> None:
+    """The header check unpacks the first piece of segment 2, which passes. The walk then learnt the segment's size
+    F by unpacking it whole, which failed before any of its records: none of them was returned, where the reference
+    returns those it unpacks before the cut (R-9) and then reports the archive (R-43). Now the segment is unpacked
+    as far as the walk reads, as the reference reads it, a read in parts too: the same records, then bad_header."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        cut_archive_log(directory, codec, record_bytes, kept)
+        for tolerant in (False, True):
+            whole = read_log_tolerant(str(directory)) if tolerant else read_log(str(directory))
+            assert whole["error"] == {"class": "bad_header", "log": 2, "offset": "0", "index": None}
+            assert {record["log"] for record in whole["records"]} == {1, 2}
+            assert_same(ask(java, {"path": str(directory), "tolerant": tolerant}), whole)
+            parts = ask(java, {"path": str(directory), "tolerant": tolerant, "plan_bytes": 1 << 20})
+            assert_same(parts, in_one_piece(whole))
+
+
 @pytest.mark.spec("R-28", "R-29", "R-30")
 @EXAMPLES
 @given(java_log_items, java_log_damages, st.data())
@@ -384,20 +419,37 @@ def assert_same_but_for_split_boundaries(parts: Json, whole: Json) -> None:
     record that does not carry the index or asqn the walk expects, the part that ends there reports it and the
     next part starts there (readers 10.5, "Tolerant splits"; the damage row's resume index is that record's),
     while the whole walk resynchronises after it: the same damage is reported at the same place, and the read in
-    parts also returns the records the whole walk stepped over there. Nothing else may differ."""
+    parts also returns the records the whole walk stepped over there. The whole walk, having stepped over other
+    records, "may list different damage after it" (10.5): where it found nothing to resume at, its walk of the
+    segment ends there and keeps the E of the damaged record (RESYNC step 4, R-39), so that its NEXT reports a
+    successor whose base index lies above that E as ``chain_broken``, while the parts returned the records up to the
+    segment's end, whose E the successor continues. Nothing else may differ."""
     assert parts["error"] == whole["error"]
     mine = {json_key(record) for record in parts["records"]}
     theirs = {json_key(record) for record in whole["records"]}
     assert theirs <= mine
     reported = {key(damage) for damage in parts["damage"]}
     skipped = [damage for damage in whole["damage"] if key(damage) in reported]
+    stepped: list[Json] = []  # the whole walk's regions over a record the parts returned
     for extra in mine - theirs:
-        assert any(
-            damage["log"] == extra[0]
-            and int(damage["offset"]) <= extra[1] < int(damage["offset"]) + int(damage["bytes_skipped"])
+        over = [
+            damage
             for damage in skipped
-        ), extra
-    assert {key(damage) for damage in whole["damage"]} <= reported
+            if damage["log"] == extra[0]
+            and int(damage["offset"]) <= extra[1] < int(damage["offset"]) + int(damage["bytes_skipped"])
+        ]
+        assert over, extra
+        stepped += over
+    assert {key(damage) for damage in whole["damage"] if not after_a_step(damage, stepped)} <= reported
+
+
+def after_a_step(damage: Json, stepped: list[Json]) -> bool:
+    """Whether ``damage`` is the whole walk's broken chain after a segment whose walk ended at damage with nothing to
+    resume at, over records the parts returned (a region of ``stepped``), with the E of that damage."""
+    return damage["class"] == "chain_broken" and any(
+        region["resumed_index"] is None and damage["log"] == region["log"] + 1 and damage["index"] == region["index"]
+        for region in stepped
+    )
 
 
 def json_key(record: Json) -> tuple[int, int, str, str]:
@@ -413,6 +465,13 @@ def json_key(record: Json) -> tuple[int, int, str, str]:
 @example(items=[(b"", 1), (b"", None), None, (b"", 1)], faults=[("asqn", 0, 5)], tolerant=True, step=1)
 @example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=False, step=1)
 @example(items=[(b"", 3), None, (b"", None), (b"", 1)], faults=[("asqn", 0, 3), ("asqn", 2, 4)], tolerant=True, step=1)
+@example(items=[(b"", None), (b"", None), None], faults=[("frame", 0, 128)], tolerant=True, step=1)
+@example(
+    items=[None, None, None, None, (b"", None), (b"", 1), None, None],
+    faults=[("asqn", 0, 3), ("zero", 152, 0)],
+    tolerant=True,
+    step=1,
+)
 def test_a_read_in_parts_returns_and_rejects_what_one_read_does(
     java: SessionTestee, items: list[Item], faults: list[Fault], tolerant: bool, step: int
 ) -> None:

@@ -292,3 +292,36 @@ def test_a_first_segment_header_failing_after_planning_fails_a_failfast_read_who
         _after_planning(frame, partial(_flip_header_byte, log, 1))
     with pytest.raises(Exception, match=damaged):
         frame.collect()
+
+
+@pytest.mark.parametrize("split", ["1k", "64m"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_segment_renamed_into_the_place_of_the_one_below_reads_as_a_fresh_read_without_ignore_missing_files(
+    spark: SparkSession, tmp_path: Path, mode: str, split: str
+) -> None:
+    """Segment 3 renamed into segment 2's place after planning: segment 2's header fails its checks now, so the walk
+    ends there, and segment 3, gone, is a file it no longer needs. The JVM source failed with FILE_NOT_EXIST naming
+    segment 3 (its part, and segment 2's, which looks for the next segment the plan reads); the Python source reads
+    what a fresh read reads. Both now do: segment 1's rows and one damage row for segment 2, or its FAILFAST error."""
+    rename = HEADER_CHANGES["segment_3_renamed_into_its_place"]
+    found = {}
+    for source in (JVM, "binlog"):
+        log = _log(tmp_path / source / "log")
+        frame = _reader(spark, source, mode, False).option("maxPartitionBytes", split).load(str(log))
+        try:
+            found[source] = _without_file(frame, _after_planning(frame, partial(rename, log)))
+        except Exception as error:  # FAILFAST: compared below
+            found[source] = str(error)
+        fresh = _reader(spark, source, mode, False).option("maxPartitionBytes", split).load(str(log))
+        records, damages = _reference_to_its_end(log)
+        assert {record[0] for record in records} == {1} and [damage[:2] for damage in damages] == [("bad_header", 2)]
+        if mode == "FAILFAST":
+            assert isinstance(found[source], str) and NOT_FOUND not in found[source], source
+            assert "bad_header" in found[source], (source, found[source][:2000])
+            assert re.search(rf"\blog[= ]2,? offset[= ]{damages[0][2]}\b", found[source]), (
+                source,
+                found[source][:2000],
+            )
+        else:
+            assert found[source] == _without_file(fresh, _rows(fresh)), source
+    assert mode == "FAILFAST" or found[JVM] == found["binlog"]

@@ -10,14 +10,19 @@ from __future__ import annotations
 import gzip
 import os
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 import zstandard
 from binlog_frames import DamageRow, Record, collected, log_of_logs, reference, strict_reference
-from logtools import flip_bit
+from logtools import flip_bit, read_entries
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
+from test_java_reader import cut_archive_log
+from test_jvm_missing import _after_planning
+from test_jvm_paths import _rows
+from test_spark_header_damage import damage_header, expected
 from test_spark_semantics import build_log
 
 from openbinlog import Writer, build_indexes, compress_segments
@@ -216,6 +221,83 @@ def test_a_damaged_segment_header_is_one_damage_row_of_0_bytes_skipped_in_both_s
     assert set(map(tuple, rows.values())) == {(("bad_header", 2, offset, None, 0, None),)}
 
 
+def _damage_record_below_header(log: Path, record: int) -> None:
+    """A payload byte of record ``record`` of segment 1 flipped (checksum_mismatch), and segment 2's header."""
+    entry = [entry for entry in read_entries(log) if entry.log == 1][record]
+    flip_bit(log / "00000001.dat", entry.offset + 45, 4)
+    damage_header(log, 2, "plain")
+
+
+@pytest.mark.parametrize("split_bytes", ["1k", "64m"])
+@pytest.mark.parametrize("record", [0, 4, 9])
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+def test_record_damage_below_a_damaged_header_ends_the_walk_there_in_parts_of_any_size(
+    spark: SparkSession, tmp_path: Path, mode: str, record: int, split_bytes: str
+) -> None:
+    """A record of segment 1 damaged, and segment 2's header: the reference's tolerant walk needs the end of segment
+    1 at the damage (spec readers 10.2.2, RESYNC step 1), whose END checks segment 2's header first and ends the walk
+    there. Segment 1 cut into parts returned the records of the parts after the damage, and each part that reached
+    the commit point reported the header again; now both sources return the reference's rows, in parts of any size."""
+    log = build_log(tmp_path / "log", records=30, cut_every=10)
+    _damage_record_below_header(log, record)
+    wanted = expected(log, mode)
+    assert [row[2] for row in wanted[0]] == list(range(1, record + 1))  # the records before the damage
+    for name in (FORMAT, "binlog"):
+        frame = spark.read.format(name).options(mode=mode, maxPartitionBytes=split_bytes, openCostInBytes="1")
+        assert collected(frame.load(str(log))) == wanted, name
+
+
+@pytest.mark.parametrize("record", [0, 4, 9])
+def test_record_damage_below_a_header_damaged_after_planning_ends_the_walk_there(
+    spark: SparkSession, tmp_path: Path, record: int
+) -> None:
+    """As above, segment 2's header damaged once segment 1 was planned in parts: the part that opens segment 1 walks
+    it alone, as READ-LOG does, and its other parts return nothing."""
+    log = build_log(tmp_path / "log", records=30, cut_every=10)
+    frame = spark.read.format(FORMAT).options(maxPartitionBytes="1k", openCostInBytes="1").load(str(log))
+    rows = _after_planning(frame, partial(_damage_record_below_header, log, record))
+    fresh = spark.read.format(FORMAT).options(maxPartitionBytes="1k", openCostInBytes="1").load(str(log))
+    assert rows == _rows(fresh)
+    assert collected(fresh) == expected(log, "PERMISSIVE")
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("split_bytes", ["1m", "64m"])
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+def test_an_archive_cut_beyond_its_first_pieces_ends_the_walk_after_its_records_before_the_cut(
+    spark: SparkSession, tmp_path: Path, mode: str, codec: str, split_bytes: str
+) -> None:
+    """Segment 2 of three compressed, its archive cut beyond the piece its header check unpacks. The reference
+    returns segment 1, the records of segment 2 it unpacks before the cut, then bad_header at offset 0, which ends
+    its walk (R-43). The JVM source returned none of segment 2's records, and segment 3's after the damage row."""
+    log = tmp_path / "log"
+    cut_archive_log(log, codec, 1400, 0.7)
+    wanted = expected(log, mode)
+    assert {record[0] for record in wanted[0]} == {1, 2}
+    assert wanted[1] == ([("bad_header", 2, 0, None, 0, None)] if mode == "PERMISSIVE" else [])
+    frame = spark.read.format(FORMAT).options(mode=mode, maxPartitionBytes=split_bytes, openCostInBytes="1")
+    assert collected(frame.load(str(log))) == wanted
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_an_archive_cut_after_planning_ends_the_walk_as_in_a_fresh_read(
+    spark: SparkSession, tmp_path: Path, codec: str
+) -> None:
+    """As above, the archive cut once the read was planned: the parts of segment 3 find the file of segment 2
+    changed since planning and unpack it to know whether the walk gets past it; the rows are a fresh read's."""
+    log = tmp_path / "log"
+    cut_archive_log(log, codec, 1400, 1.0)
+    archive = log / f"00000002.dat.{codec}"
+    packed = archive.read_bytes()
+    frame = spark.read.format(FORMAT).options(maxPartitionBytes="1m", openCostInBytes="1").load(str(log))
+    rows = _after_planning(frame, partial(archive.write_bytes, packed[: len(packed) * 7 // 10]))
+    fresh = spark.read.format(FORMAT).options(maxPartitionBytes="1m", openCostInBytes="1").load(str(log))
+    assert rows == _rows(fresh)
+    assert collected(fresh) == expected(log, "PERMISSIVE")
+
+
 def test_small_segments_are_packed_into_tasks_as_spark_packs_files(spark: SparkSession, tmp_path: Path) -> None:
     """Parts go to tasks as Spark packs split files: small segments share a task, maxPartitionNum caps the tasks,
     openCostInBytes and maxPartitionBytes set how much a task takes; every packing reads the same rows."""
@@ -299,6 +381,21 @@ def test_splits_of_any_size_return_the_same_rows(spark: SparkSession, tmp_path: 
     log = _log(tmp_path / "log", 2000, segment_bytes=150_000)
     frame = spark.read.format(FORMAT).option("maxPartitionBytes", split_bytes).load(str(log))
     assert collected(frame) == reference(log)
+
+
+def test_a_task_lists_a_local_log_directory_once_for_all_its_pieces(spark: SparkSession, tmp_path: Path) -> None:
+    """Each piece of a task listed the log directory again, the largest cost of a piece of a small segment: one task
+    reading every segment of a log of many small ones made a listing per segment. Now its pieces start from the
+    task's listing (the binlogListings metric counts the listings made); the rows are the reference's still."""
+    log = _log(tmp_path / "log", 600, segment_bytes=8_000)
+    segments = len(list(log.glob("*.dat")))
+    assert segments >= 10
+    query = spark.read.format(FORMAT).option("maxPartitionNum", "1").load(str(log)).select("log", "offset")
+    rows = sorted((row[0], row[1]) for row in query.collect())
+    plan = query._jdf.queryExecution().executedPlan()
+    assert "Tasks: 1," in plan.toString()
+    assert int(plan.collectLeaves().apply(0).metrics().apply("binlogListings").value()) == 1
+    assert rows == [(record[0], record[1]) for record in reference(log)[0]]
 
 
 def test_a_filter_on_log_is_pushed_shown_and_prunes_segments(spark: SparkSession, tmp_path: Path) -> None:

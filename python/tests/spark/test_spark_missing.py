@@ -301,9 +301,8 @@ def test_a_segment_header_failing_after_planning_ends_the_walk_there_in_both_sou
 ) -> None:
     """Segment 2 of three changed after planning so that its header fails: the Python source read it by the header
     planning had read, and segment 3 after it, as if the log went on. Now each task reads the headers of the segments
-    below its own again, and END the successor's: the rows are a fresh read's and the JVM source's. (With
-    ignoreMissingFiles: segment 3 renamed into segment 2's place is gone, and its part in the JVM source looks for
-    it before it finds the walk ended below it.)"""
+    below its own again, and END the successor's: the rows are a fresh read's and the JVM source's. (Without
+    ignoreMissingFiles too: test_jvm_missing reads segment 3 renamed into segment 2's place so.)"""
     found = _read_both(spark, tmp_path, mode, True, HEADER_CHANGES[change], options={"maxPartitionBytes": split})
     _ended_alike(found, tmp_path / "binlog" / "log", mode)
 

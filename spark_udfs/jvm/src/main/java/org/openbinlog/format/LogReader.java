@@ -172,6 +172,17 @@ public final class LogReader implements AutoCloseable {
     }
 
     /**
+     * Whether READ-LOG, as the directory is now, needs segment {@code log}: no segment below it has a header that
+     * fails its checks, which ends the walk there (readers §10.4). Of the segments below it, it reads the headers of
+     * those whose files changed since the plan checked them ({@code checked}, {@link #checkedHeaders}), and of the
+     * one just below it, whose END or NEXT needs {@code log}.
+     */
+    public boolean needs(int log, CheckedHeaders checked) throws IOException {
+        view.trust(checked);
+        return new Walk(view, false, record -> {}).reached(log - 1, false);
+    }
+
+    /**
      * Whether no record of segment {@code log} lies past its commit point: version 2 segment {@code log} is present
      * and its header's active slot sealed (format §3.2), or its header fails its checks, when none of its records
      * is read at all.

@@ -5,7 +5,8 @@ package org.openbinlog.format;
  * {@code [start, stop)} of segment {@code log} (readers §10.5), where {@code stop} {@link #TO_END} means the
  * segment end and the chain check after it; {@code carriedAsqn} is the A the walk carries into the segment's
  * first record, as its predecessor's end says (protocols §6.1); {@code endRaises}: the segment's END raises
- * (a damaged successor header), so its parts read up to C, where READ-LOG raises it. {@code log} 0: the whole
+ * (a damaged successor header), so it is one part, which walks it as READ-LOG does up to where END raises: at the
+ * first record damage of a tolerant walk (RESYNC step 1), or at C. {@code log} 0: the whole
  * log, read in order (a log with version 1 segments, whose records are numbered by counting, legacy-v1 §B.5).
  *
  * <p>{@code startIndex} and {@code stopIndex} other than {@link #NO_ENTRY}: that end of the split is a checked

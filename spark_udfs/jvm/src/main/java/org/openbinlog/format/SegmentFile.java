@@ -56,6 +56,17 @@ final class SegmentFile {
         return unpacked == null ? Math.min(size, n) : unpacked.sizeUpTo(n);
     }
 
+    /**
+     * Of a compressed segment, drops what was unpacked (a failure met too): a later read unpacks it from its start
+     * again, and meets what that read meets.
+     */
+    void release() {
+        if (unpacked != null) {
+            unpacked.release();
+            windowLength = 0;
+        }
+    }
+
     /** The size of the file itself (of a compressed segment, the archive's): what sizing splits weighs. */
     long storedSize() {
         return size;
@@ -90,7 +101,8 @@ final class SegmentFile {
             window = new byte[WINDOW];
         }
         if (pos < windowAt || pos + n > windowAt + windowLength) {
-            int want = (int) Math.max(0, Math.min(WINDOW, Math.min(size(), limit) - pos));
+            // A compressed segment is unpacked only as far as the window reaches, never to learn F whole.
+            int want = (int) Math.max(0, sizeUpTo(Math.min(pos + WINDOW, limit)) - pos);
             windowAt = pos;
             windowLength = 0;
             readFully(pos, window, 0, Math.max(want, n));

@@ -17,6 +17,9 @@ final class Walk {
         WALK_END
     }
 
+    /** What the reference's walk reads of a segment at a time (walk.READ_CHUNK), where a record needs more bytes. */
+    static final int READ_CHUNK = 1 << 20;
+
     private final LogView view;
     private final boolean tolerant;
     private final Sink sink;
@@ -39,8 +42,14 @@ final class Walk {
     // A part's walk landed on b(stop), whose record passed steps 7 and 8 of format §4.3.1 and sets no A (it has no
     // asqn): the A the part holds is READ-LOG's beyond b(stop) too, up to the first asqn.
     private boolean aPassesStop;
-    // A PART of a segment whose END raises: END is made at C, as READ-LOG makes it, not at the start.
+    // A PART of a segment whose END raises, which walks it alone: END is made where READ-LOG makes it (at the first
+    // record damage of a tolerant walk, RESYNC step 1, or at C), not at the start.
     private boolean endAtC;
+    // PLAN ends at a compressed segment whose archive fails ({@link #unpacks}); false: a plan of the segments' order
+    // only, which does not unpack them.
+    private boolean archivesChecked = true;
+    // How far the walk has read a compressed segment N, as the reference's walk reads it ({@link #feed}).
+    private long fed;
     // E and A, carried over every segment.
     private long e;
     private long a;
@@ -184,12 +193,15 @@ final class Walk {
             try {
                 end();
             } catch (BinlogException error) {
-                endRaises = true; // its parts read up to C, where READ-LOG raises it
+                endRaises = true; // its one part reads up to where READ-LOG raises it
                 s = c;
             }
             long since = before == n - 1 ? beforeUs : Long.MIN_VALUE;
             if (endRaises || bounds.mayHold(h.baseIndex, endIndex, since, endTimestamp)) {
                 planSegment(parts, step, bounds, a, endRaises);
+                if (!endRaises && archivesChecked && view.listedAbove(n) && !unpacks(n)) {
+                    return parts; // its part reads up to where the archive fails, where READ-LOG ends
+                }
             } else {
                 atEnd(parts); // the chain after it is checked all the same, as the Spark planner does
             }
@@ -211,6 +223,41 @@ final class Walk {
     }
 
     /**
+     * PLAN's segments, a part each, in its order, for a part that learns the A READ-LOG carries: their archives are
+     * not unpacked for it (the read's PLAN did, and no part reads beyond one that fails, {@link #reached}).
+     */
+    private java.util.List<Part> segmentOrder() throws java.io.IOException {
+        Walk order = new Walk(view, true, record -> {});
+        order.archivesChecked = false;
+        return order.plan(Part.TO_END);
+    }
+
+    /**
+     * Whether segment {@code log} unpacks up to its end, as READ-LOG's walk of it would unpack it: a plain one does;
+     * a compressed one whose archive is cut or undecodable before its commit point (beyond the pieces its header
+     * check unpacked) ends the walk there with {@code bad_header} (R-43), after the records before, and nothing after
+     * it is read. Unpacks it whole to know, then drops what it unpacked, so that a walk of it afterwards meets the
+     * failure where READ-LOG meets it; a failed read is raised.
+     */
+    private boolean unpacks(int log) throws java.io.IOException {
+        SegmentFile file = view.segment(log);
+        if (file == null || !file.compressed()) {
+            return true;
+        }
+        try {
+            file.size();
+            return true;
+        } catch (BinlogException failed) {
+            if (failed.errorClass == ErrorClass.IO_ERROR) {
+                throw failed;
+            }
+            return false;
+        } finally {
+            file.release();
+        }
+    }
+
+    /**
      * The parts of segment N, entered, with its END made and A {@code carried} into it: splits of about
      * {@code step} bytes from the first record, [0, c1), [c1, c2), ..., [cm, S]. A finished segment whose index
      * passes the index check (index §18.5) is cut only at checked entries, each cut moved to the checked entry
@@ -219,15 +266,17 @@ final class Walk {
      * at or before the first row that can match, the checked entry after the last), as SEEK with an index starts
      * at both ends; the record at the stop entry is not returned, and a part at S makes NEXT's checks. A compressed
      * segment (protocols §2.6) is one part, read whole, its index unused, as the Python source plans it: a cut
-     * would unpack it up to there in each task.
+     * would unpack it up to there in each task. So is a segment whose END raises ({@code endRaises}, a successor
+     * header that fails its checks), as the Python source plans it: READ-LOG raises it at the first record damage
+     * of a tolerant walk (RESYNC step 1) or at C, and a part that starts after that damage cannot know of it.
      */
     private void planSegment(java.util.List<Part> parts, long step, Bounds bounds, long carried, boolean endRaises)
             throws java.io.IOException {
-        if (f.compressed()) {
+        if (f.compressed() || endRaises) {
             parts.add(new Part(n, 0, Part.TO_END, carried, endRaises));
             return;
         }
-        CheckedEntries entries = endRaises ? null : checkedEntries();
+        CheckedEntries entries = checkedEntries();
         IndexFile.Entry from = entries == null ? null : narrowedStart(entries, bounds);
         IndexFile.Entry to = entries == null ? null : narrowedStop(entries, bounds);
         if (to != null && (from == null ? Header.SIZE : from.offset()) >= to.offset()) {
@@ -247,7 +296,7 @@ final class Walk {
         long startIndex = from == null ? Part.NO_ENTRY : from.index();
         if (entries == null) {
             for (long cut : wanted) {
-                parts.add(new Part(n, start, cut, carried, endRaises, startIndex, Part.NO_ENTRY));
+                parts.add(new Part(n, start, cut, carried, false, startIndex, Part.NO_ENTRY));
                 start = cut;
                 startIndex = Part.NO_ENTRY;
             }
@@ -260,7 +309,7 @@ final class Walk {
             }
         }
         if (to == null) {
-            parts.add(new Part(n, start, Part.TO_END, carried, endRaises, startIndex, Part.NO_ENTRY));
+            parts.add(new Part(n, start, Part.TO_END, carried, false, startIndex, Part.NO_ENTRY));
         } else {
             parts.add(new Part(n, start, to.offset(), carried, false, startIndex, to.index(), to.offset()));
             atEnd(parts);
@@ -418,7 +467,14 @@ final class Walk {
         }
         Header r = enterSplittable(log);
         if (part.endRaises() || !endMade(log)) {
-            endAtC = true; // RESYNC step 1 and WALK step 2.1 make END, which raises, where READ-LOG makes it
+            // RESYNC step 1 and WALK step 2.1 make END, which raises, where READ-LOG makes it: at the first record
+            // damage of a tolerant walk, or at C. Only a walk of the segment from where the plan's read of it
+            // starts knows which comes first, so the part that opens the segment walks it alone, unsplit (PLAN
+            // makes it the only one where END raised at planning), and the others read nothing.
+            if (!opens) {
+                return;
+            }
+            endAtC = true;
             s = c;
             endIndex = slot.nextIndex();
         }
@@ -440,7 +496,12 @@ final class Walk {
             e = search.index;
             a = -1;
         }
-        if (!part.last()) {
+        if (endAtC && o > c) {
+            end(); // a part that opens the segment beyond C: the walk of it ended at C, where END raises
+            throw new BinlogException(ErrorClass.IO_ERROR, f.file(), n, null, null,
+                    "the header of segment " + (n + 1) + " changed while this part was read");
+        }
+        if (!part.last() && !endAtC) {
             split = true;
             t = part.stop();
             boolean atEntry = part.stopIndex() != Part.NO_ENTRY;
@@ -564,9 +625,11 @@ final class Walk {
      * below it, or, where none is below, by the first part of its own segment that is read ({@code opens}). A
      * header below {@code log} that the plan checked, in a file unchanged since, is not read again: the plan's
      * check holds for it ({@link CheckedHeaders} says why), so a part reads its own header and those of the
-     * segments below it that changed, not every one below it.
+     * segments below it that changed, not every one below it. A compressed segment below whose archive fails before
+     * its commit point ends the walk as well (R-43): one that changed since planning is unpacked whole to know (PLAN
+     * unpacked the others, and ends at one that fails).
      */
-    private boolean reached(int log, boolean opens) throws java.io.IOException {
+    boolean reached(int log, boolean opens) throws java.io.IOException {
         for (int k : view.presentSegments()) {
             if (k > log) {
                 return true;
@@ -581,6 +644,9 @@ final class Walk {
                     throw failed;
                 }
                 return false;
+            }
+            if (k < log && !unpacks(k)) {
+                return false; // READ-LOG ends in it: its own part raises the archive's failure
             }
         }
         return true;
@@ -629,7 +695,7 @@ final class Walk {
      * carried asks for it.
      */
     private long enteringAsqn(int log) throws java.io.IOException {
-        java.util.List<Part> segments = new Walk(view, true, record -> {}).plan(Part.TO_END);
+        java.util.List<Part> segments = segmentOrder();
         Part before = null;
         for (int k = 1; k < segments.size(); k++) {
             before = segments.get(k).log() == log ? segments.get(k - 1) : before;
@@ -661,7 +727,7 @@ final class Walk {
             return false;
         }
         boolean reached = false;
-        for (Part following : new Walk(view, true, record -> {}).plan(Part.TO_END)) {
+        for (Part following : segmentOrder()) {
             reached |= following.log() == n;
             if (!reached) {
                 continue;
@@ -734,6 +800,7 @@ final class Walk {
                     "the segment went away while it was read");
         }
         f.limit(Long.MAX_VALUE); // a part before may have bounded its reads
+        fed = 0;
         slot = header.active;
         c = slot == null ? 0 : Offsets.clamp(slot.commitOffset());
         known = false;
@@ -852,6 +919,9 @@ final class Walk {
     /** RECORD(o): the new o, or -1 when the walk of N (or the split) ended at damage. */
     private long record(long o) throws java.io.IOException {
         boolean keep = !split || o < (tolerant ? (bt >= 0 ? bt : s) : t);
+        if (f.compressed()) {
+            feed(o, o < c ? c : s);
+        }
         ErrorClass failed = check.committed(f, o, o < c ? c : s, e, a);
         if (failed == ErrorClass.ASQN_NOT_INCREASING && carriedUnsettled) {
             carriedUnsettled = false;
@@ -873,6 +943,27 @@ final class Walk {
             a = check.asqn == -1 ? a : check.asqn;
         }
         return check.end;
+    }
+
+    /**
+     * The reads of a compressed segment's records, as the reference's walk makes them (walk.next_entries): where the
+     * record at {@code o} does not lie whole in the bytes read so far, {@link #READ_CHUNK} bytes from {@code o}, and
+     * then, where the record is longer and its header passes steps 2 to 4 of format §4.3.1, the whole record; never
+     * beyond the bound {@code u}. The segment is unpacked as far as these reads reach and no further (R-43, the
+     * window too), so that an archive cut or undecodable beyond its first pieces fails at the same record as in
+     * the reference, after the same records.
+     */
+    private void feed(long o, long u) throws BinlogException {
+        if (o + RecordCheck.HEADER > fed) {
+            fed = f.sizeUpTo(o + Math.min(READ_CHUNK, Math.max(0, u - o)));
+            f.limit(fed);
+        }
+        if (o + RecordCheck.HEADER > fed || o > u || u - o < RecordCheck.HEADER || check.header(f, o, u) != null
+                || check.end <= fed) {
+            return; // the record check reports what is wrong, or finds the record whole
+        }
+        fed = f.sizeUpTo(o + Math.min(Math.max(check.end - o, READ_CHUNK), u - o));
+        f.limit(fed);
     }
 
     /** The record at o, just checked, to the sink: its payload in the file's window, unless larger than that. */
@@ -902,6 +993,10 @@ final class Walk {
             end();
         }
         long bound = Math.min(s, f.size());
+        if (f.compressed()) {
+            fed = Long.MAX_VALUE; // unpacked to its end: no read of it can fail any more
+            f.limit(Long.MAX_VALUE);
+        }
         long p = search.candidate(f, o + 1, bound, split && bt >= 0 ? bt : Long.MAX_VALUE, e, endIndex);
         if (p >= 0) { // row 1
             sink.damage(new Damage(failed, n, o, e, "record check", p - o, search.index));

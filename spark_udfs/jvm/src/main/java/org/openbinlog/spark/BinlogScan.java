@@ -64,7 +64,7 @@ final class BinlogScan implements Scan, Batch {
 
     @Override
     public CustomMetric[] supportedCustomMetrics() {
-        return new CustomMetric[] {new BytesReadMetric()};
+        return new CustomMetric[] {new BytesReadMetric(), new ListingsMetric()};
     }
 
     /** A log the partition filters keep, with its storage and reader open for planning, and its segments' sizes. */

@@ -47,9 +47,12 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     private final Thread walker;
     /** The stamps of files the task's pieces looked at, by log directory: one look a file ({@link TaskStamps}). */
     private final Map<String, Map<String, Storage.Stamp>> stamps = new HashMap<>();
+    /** The task's listings of local log directories: one a directory ({@link TaskListing}). */
+    private final Map<java.nio.file.Path, List<String>> listings = new HashMap<>();
     private volatile Throwable failure;
     private volatile boolean closed;
     private volatile long bytesRead;
+    private volatile long listingsMade;
     private ColumnBatch current;
     private boolean ended;
 
@@ -86,8 +89,10 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     /** One part of the task's, to the end: its last batch is handed over, so that no batch holds two parts. */
     private void read(SplitPartition.Piece piece) throws IOException {
         Storage opened = Storages.open(piece.directory(), piece.hadoop());
+        java.nio.file.Path local = Storages.local(piece.directory()) ? Storages.localPath(piece.directory()) : null;
+        Storage listed = new TaskListing(opened, local, listings, made -> listingsMade += made);
         Map<String, Storage.Stamp> seen = stamps.computeIfAbsent(piece.directory(), directory -> new HashMap<>());
-        CountingStorage storage = new CountingStorage(new SelectedStorage(new TaskStamps(opened, seen), piece.names()));
+        CountingStorage storage = new CountingStorage(new SelectedStorage(new TaskStamps(listed, seen), piece.names()));
         long before = bytesRead;
         try (LogReader reader = open(storage)) {
             if (reader == null) {
@@ -138,19 +143,22 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     /**
      * Whether the segments the piece reads are there, in one of their forms: its part's segment, or, for a log read
      * whole, every segment planned. One that is gone is FILE_NOT_EXIST, unless missing files are ignored: a part
-     * of a removed segment then reads nothing, and a whole log is read as it is now.
+     * of a removed segment then reads nothing, and a whole log is read as it is now. A segment the walk no longer
+     * needs, above a header that fails its checks now (another segment renamed into its place, say), is not
+     * missing: the walk ends below it, as a fresh read's does, and the part reads nothing.
      */
     private boolean present(SplitPartition.Piece piece, Storage storage, LogReader reader) throws IOException {
         if (!piece.part().whole()) {
             int log = piece.part().log();
             if (!reader.has(log)) {
-                return missing(planned(piece, storage, log));
+                return reader.needs(log, piece.checked()) && missing(planned(piece, storage, log));
             }
             // END and NEXT read the header of the next segment the plan reads: without it the log would end here,
             // though that segment's task may have read it before it went. Ignored, it is its own parts' to skip,
             // unless this segment is unsealed: END would then end it at its commit point (protocols §8.4), and the
             // records the plan reads past that would be missing unreported.
-            if (piece.nextRead() && !reader.has(log + 1) && !(options.ignoreMissing && reader.sealed(log))) {
+            if (piece.nextRead() && !reader.has(log + 1) && !(options.ignoreMissing && reader.sealed(log))
+                    && reader.needs(log + 1, piece.checked())) {
                 throw SparkErrors.fileNotExist(planned(piece, storage, log + 1));
             }
             return true;
@@ -326,7 +334,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public CustomTaskMetric[] currentMetricsValues() {
-        return new CustomTaskMetric[] {BytesReadMetric.of(bytesRead)};
+        return new CustomTaskMetric[] {BytesReadMetric.of(bytesRead), ListingsMetric.of(listingsMade)};
     }
 
     @Override

@@ -1,9 +1,9 @@
 package org.openbinlog.spark;
 
 import java.io.IOException;
-import java.util.List;
 import java.util.Map;
 
+import org.openbinlog.format.ForwardingStorage;
 import org.openbinlog.format.Storage;
 
 /**
@@ -13,29 +13,13 @@ import org.openbinlog.format.Storage;
  * its own, makes one look per file rather than one per file and piece. Its parts then trust a header checked
  * by the plan while the file is as the task first found it.
  */
-final class TaskStamps implements Storage {
-    private final Storage inner;
+final class TaskStamps extends ForwardingStorage {
     private final Map<String, Stamp> seen;
 
     /** {@code seen}: the stamps the task found so far in this directory, which this adds to. */
     TaskStamps(Storage inner, Map<String, Stamp> seen) {
-        this.inner = inner;
+        super(inner);
         this.seen = seen;
-    }
-
-    @Override
-    public List<String> list() throws IOException {
-        return inner.list();
-    }
-
-    @Override
-    public long size(String name) throws IOException {
-        return inner.size(name);
-    }
-
-    @Override
-    public int read(String name, long pos, byte[] buf, int off, int len) throws IOException {
-        return inner.read(name, pos, buf, off, len);
     }
 
     @Override
@@ -48,10 +32,5 @@ final class TaskStamps implements Storage {
             }
         }
         return stamp;
-    }
-
-    @Override
-    public String describe(String name) {
-        return inner.describe(name);
     }
 }

@@ -8,8 +8,10 @@ import org.openbinlog.format.Decompressor;
 
 /**
  * Zstandard copies of segments (protocols §2.6) by zstd-jni, which Spark ships: frames that follow one another are
- * read as one stream, and a stream cut inside a frame fails its read (R-43). Also a service of
- * {@link Decompressor}, for the conformance testee.
+ * read as one stream. A stream cut inside a frame gives the bytes decoded before the cut and then ends, as the
+ * reference's decoder gives them (zstd-jni's continuous mode; by itself it fails the read that meets the cut, losing
+ * what that read had decoded): the reader then finds the archive cut ({@code ZstdFrames}), {@code bad_header} (R-43),
+ * after the same records. Also a service of {@link Decompressor}, for the conformance testee.
  */
 public final class ZstdDecompressor implements Decompressor {
     @Override
@@ -19,6 +21,6 @@ public final class ZstdDecompressor implements Decompressor {
 
     @Override
     public InputStream open(InputStream archive) throws IOException {
-        return new ZstdInputStreamNoFinalizer(archive);
+        return new ZstdInputStreamNoFinalizer(archive).setContinuous(true);
     }
 }
