@@ -96,11 +96,11 @@ fn active_slot(header: &[u8], base_index: u64, log: u32) -> Option<Slot> {
 
 /// The whole records beyond a commit point: where they end, and the state after them.
 #[derive(Clone, Copy)]
-struct TailEnd {
-    offset: u64,
-    next_index: u64,
-    last_asqn: i64,
-    last_timestamp_us: i64,
+pub(crate) struct TailEnd {
+    pub(crate) offset: u64,
+    pub(crate) next_index: u64,
+    pub(crate) last_asqn: i64,
+    pub(crate) last_timestamp_us: i64,
 }
 
 /// The tail of a segment from the commit point, read as the walk asks for it.
@@ -151,7 +151,7 @@ fn walk_tail<T: Tail>(tail: &mut T, from: TailEnd, size: u64, zero_probe: bool) 
 }
 
 /// The system calls of a batch, on the files or through the writer's file system object.
-trait Ops {
+pub(crate) trait Ops {
     fn lock_append(&self) -> PyResult<()>;
     fn unlock_append(&self) -> PyResult<()>;
     /// W-38: the name `LOCK` still refers to the file locked.
@@ -177,13 +177,13 @@ pub(crate) struct Target {
 }
 
 /// Straight to the files, the interpreter released for the whole step.
-struct Direct<'a> {
+pub(crate) struct Direct<'a> {
     target: &'a Target,
     segment: ManuallyDrop<File>,
 }
 
 impl<'a> Direct<'a> {
-    fn new(target: &'a Target) -> Self {
+    pub(crate) fn new(target: &'a Target) -> Self {
         // SAFETY: the writer's open segment, which outlives this call; ManuallyDrop never closes it.
         let segment = ManuallyDrop::new(unsafe { File::from_raw_fd(target.segment_fd) });
         Self { target, segment }
@@ -329,22 +329,28 @@ impl<O: Ops + ?Sized> Tail for ReadTail<'_, O> {
     }
 }
 
-/// What a batch asks: its payloads and asqns, the clock's reading, and the segment's limits.
-struct Batch {
-    payloads: Vec<(Vec<u8>, i64)>,
-    now_us: i64,
-    capacity: u64,
-    size_limit: Option<u64>,
-    zero_probe: bool,
+/// Payloads and asqns to append.
+pub(crate) type Payloads = Vec<(Vec<u8>, i64)>;
+
+/// Where the records of a batch come from, asked under the append lock once the written end is known
+/// (a round of the commit table takes its entries only then): None to write nothing.
+pub(crate) type Take<'a> = dyn FnMut(&TailEnd, i64) -> PyResult<Option<Payloads>> + 'a;
+
+/// What a batch asks besides its payloads: the clock's reading, and the segment's limits.
+pub(crate) struct Batch {
+    pub(crate) now_us: i64,
+    pub(crate) capacity: u64,
+    pub(crate) size_limit: Option<u64>,
+    pub(crate) zero_probe: bool,
 }
 
 /// What `shared_write` wrote: the generation and commit offset read, where its records start (beyond the
 /// records of other writers written again), their first index, and the state after them (commit offset,
 /// next index, last asqn, last timestamp).
-type Written = (u64, u64, u64, u64, u64, u64, i64, i64);
+pub(crate) type Written = (u64, u64, u64, u64, u64, u64, i64, i64);
 
 /// Steps 2 to 4 of 6.8 under the append lock (`_write_shared`), or None having written nothing.
-fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyResult<Option<Written>> {
+fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch, take: &mut Take<'_>) -> PyResult<Option<Written>> {
     if !ops.names_lock()? || ops.exists(&target.successor_path)? {
         return Ok(None);
     }
@@ -370,9 +376,12 @@ fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyR
         return Ok(None); // a cutover first (_due_for_cutover), under the whole lock
     }
     let now = batch.now_us.max(end.last_timestamp_us);
+    let Some(payloads) = take(&end, now)? else {
+        return Ok(None);
+    };
     let (mut offset, mut index, mut last_asqn) = (end.offset, end.next_index, end.last_asqn);
     let mut records = Vec::new();
-    for (payload, asqn) in &batch.payloads {
+    for (payload, asqn) in &payloads {
         let length = (RECORD_HEADER_SIZE as u64).saturating_add(payload.len() as u64);
         let next = offset.checked_add(length);
         let fits = next.is_some_and(|next| batch.capacity == 0 || next <= batch.capacity);
@@ -398,9 +407,14 @@ fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyR
 }
 
 /// Steps 1 to 5: the append lock around steps 2 to 4, released whatever happens.
-fn write_batch<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyResult<Option<Written>> {
+pub(crate) fn write_batch<O: Ops + ?Sized>(
+    ops: &O,
+    target: &Target,
+    batch: &Batch,
+    take: &mut Take<'_>,
+) -> PyResult<Option<Written>> {
     ops.lock_append()?;
-    let written = write_locked(ops, target, batch);
+    let written = write_locked(ops, target, batch, take);
     let unlocked = ops.unlock_append();
     let written = written?;
     unlocked?;
@@ -438,7 +452,7 @@ fn publish_locked<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: Tai
 
 /// Steps 6 and 7: the sync holding no lock, the active slot read as a reader reads it, then, unless a
 /// publication covers the records already, the publication under the append lock.
-fn publish<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: TailEnd) -> PyResult<u8> {
+pub(crate) fn publish<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: TailEnd) -> PyResult<u8> {
     ops.fdatasync()?;
     // A slot torn by a publication in progress fails its checksum and is not taken: the lock then decides.
     let header = ops.pread(HEADER_SIZE, 0)?;
@@ -463,6 +477,12 @@ fn through<R: Send>(
     match fs {
         Some(fs) => step(&Calls { target, fs: &fs }),
         None => py.detach(|| step(&Direct::new(target))),
+    }
+}
+
+impl Target {
+    pub(crate) fn log(&self) -> u32 {
+        self.log
     }
 }
 
@@ -500,8 +520,8 @@ pub(crate) fn shared_write(
     payloads: Vec<(Vec<u8>, i64)>,
     now_us: i64,
 ) -> PyResult<Option<Written>> {
-    let batch = Batch { payloads, now_us, capacity, size_limit, zero_probe };
-    through(py, fs, target, |ops| write_batch(ops, target, &batch))
+    let batch = Batch { now_us, capacity, size_limit, zero_probe };
+    through(py, fs, target, |ops| write_batch(ops, target, &batch, &mut |_, _| Ok(Some(payloads.clone()))))
 }
 
 /// Steps 6 and 7 of spec 6.8 after `shared_write`, for `end` (commit offset, next index, last asqn, last
