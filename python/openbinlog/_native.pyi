@@ -64,8 +64,9 @@ class CommitTable:
     """A sharing writer's entry in its log's commit table (spec 6.9), a file in /dev/shm named after ``LOCK``."""
 
     def __init__(self, lock_path: str, /) -> None: ...
-    def counters(self) -> tuple[int, int, int]:
-        """The rounds made so far, and the entries of rounds that died found in the log, and failed."""
+    def counters(self) -> tuple[int, int]:
+        """The rounds made so far, and the entries of live writers claimed by rounds that died, which the rounds
+        after them failed."""
     def commit(
         self,
         target: SharedTarget,

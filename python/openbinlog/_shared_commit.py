@@ -88,6 +88,7 @@ class SharedCommitMixin(RecoveryMixin):
         system clock (a round stamps every batch it takes with its own reading), and not in the strict mode."""
         return (
             _accel.CommitTable is not None
+            and _accel.shared_write is not None  # a round is the compiled batch of 6.8
             and self._buffer_fs is None
             and not self._custom_clock
             and self.durability != "strict"

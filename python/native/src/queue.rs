@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use crate::buffer::encode_record;
-use crate::shared::{publish, write_batch, Batch, Direct, Ops, Payloads, Target, TailEnd, Written, PUBLISH_IN_PYTHON};
+use crate::shared::{publish, write_batch, Batch, Direct, Payloads, TailEnd, Target, Written, PUBLISH_IN_PYTHON};
 use crate::RECORD_HEADER_SIZE;
 
 const ENTRIES: usize = 16;
@@ -96,7 +95,9 @@ impl Entry {
             let (length, asqn) = item.split_at(4);
             let length = u32::from_be_bytes(length.try_into().unwrap_or_default()) as usize;
             let asqn = i64::from_be_bytes(asqn.try_into().unwrap_or_default());
-            let Some(payload) = data.get(start..start.saturating_add(length)) else { break };
+            let Some(payload) = data.get(start..start.saturating_add(length)) else {
+                break;
+            };
             payloads.push((payload.to_vec(), asqn));
             at = start.saturating_add(length);
         }
@@ -109,10 +110,9 @@ struct Table {
     seq: AtomicU32,
     reserved: u32,
     rounds: AtomicU64,
-    /// Entries a round that died had claimed: found in the log and acknowledged, or failed (6.9.2).
-    orphans_found: AtomicU64,
-    orphans_failed: AtomicU64,
-    spare: [u64; 4],
+    /// Entries of live writers claimed by rounds that died, failed by the rounds after them.
+    orphans: AtomicU64,
+    spare: [u64; 5],
     entries: [Entry; ENTRIES],
 }
 
@@ -163,33 +163,27 @@ fn byte_lock(file: &File, byte: usize, kind: libc::c_int, command: libc::c_int) 
 }
 
 fn futex(word: &AtomicU32, op: libc::c_int, value: u32) {
-    let time = libc::timespec { tv_sec: 0, tv_nsec: WAIT_NS };
-    let timeout: *const libc::timespec = if op == libc::FUTEX_WAIT { &raw const time } else { std::ptr::null() };
+    let time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: WAIT_NS,
+    };
+    let timeout: *const libc::timespec = if op == libc::FUTEX_WAIT {
+        &raw const time
+    } else {
+        std::ptr::null()
+    };
     // SAFETY: a futex call on a word of the shared table.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), op, value, timeout, std::ptr::null::<u32>(), 0);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            value,
+            timeout,
+            std::ptr::null::<u32>(),
+            0,
+        );
     }
-}
-
-/// Whether the records a round that died planned for `entry` are whole in the segment before `end`
-/// (the end of the whole records the walk found), byte for byte as that round encoded them.
-fn orphan_present<O: Ops + ?Sized>(ops: &O, target: &Target, entry: &Entry, end: &TailEnd) -> PyResult<bool> {
-    // SAFETY: claimed by a round that died; the round holding the token reads it alone.
-    let (plan, payloads) = unsafe { (*entry.parts().1, entry.items()) };
-    if plan.log != u64::from(target.log()) {
-        return Ok(false);
-    }
-    let mut expected = Vec::new();
-    let mut index = plan.index;
-    for (payload, asqn) in payloads {
-        encode_record(&mut expected, index, &payload, asqn, plan.timestamp_us);
-        index = index.saturating_add(1);
-    }
-    let stop = plan.offset.checked_add(expected.len() as u64);
-    if expected.is_empty() || !stop.is_some_and(|stop| stop <= end.offset) {
-        return Ok(false);
-    }
-    Ok(ops.pread(expected.len(), plan.offset)? == expected)
 }
 
 impl CommitTable {
@@ -218,7 +212,11 @@ impl CommitTable {
         let active = table.entries.iter().filter(|entry| recent(entry)).count();
         let started = Instant::now();
         while started.elapsed() < GATHER {
-            let pending = table.entries.iter().filter(|entry| entry.state.load(Ordering::Acquire) == PENDING).count();
+            let pending = table
+                .entries
+                .iter()
+                .filter(|entry| entry.state.load(Ordering::Acquire) == PENDING)
+                .count();
             if pending >= active {
                 break;
             }
@@ -226,33 +224,38 @@ impl CommitTable {
         }
         let ops = Direct::new(target);
         let mut claimed: Vec<usize> = Vec::new();
-        let mut present: Vec<usize> = Vec::new();
         let mut take = |end: &TailEnd, now: i64| -> PyResult<Option<Payloads>> {
             let mut payloads = Payloads::new();
             let (mut offset, mut index) = (end.offset, end.next_index);
             for (at, entry) in table.entries.iter().enumerate() {
                 if entry.state.load(Ordering::Acquire) == CLAIMED {
-                    // Claimed by a round that died: this round has claimed nothing yet.
-                    let found = self.alive(at) && orphan_present(&ops, target, entry, end)?;
-                    if found {
-                        present.push(at);
-                        table.orphans_found.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        entry.state.store(FAILED, Ordering::Release);
-                        table.orphans_failed.fetch_add(1, Ordering::Relaxed);
+                    // Claimed by a round that died (this one has claimed nothing yet): its writer finds out
+                    // under the whole lock whether that round committed it (6.9 step 9).
+                    entry.state.store(FAILED, Ordering::Release);
+                    if self.alive(at) {
+                        table.orphans.fetch_add(1, Ordering::Relaxed);
                     }
                     continue;
                 }
                 // A pending entry whose owner died is nobody's batch: left alone (its owner acknowledges nothing).
                 if entry.state.load(Ordering::Acquire) != PENDING
                     || !self.alive(at)
-                    || entry.state.compare_exchange(PENDING, CLAIMED, Ordering::AcqRel, Ordering::Acquire).is_err()
+                    || entry
+                        .state
+                        .compare_exchange(PENDING, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+                        .is_err()
                 {
                     continue;
                 }
                 // SAFETY: claimed by this round, which holds the token.
                 let (items, plan) = unsafe { (entry.items(), entry.parts().1) };
-                *plan = Plan { log: u64::from(target.log()), offset, index, timestamp_us: now, end: [0; 4] };
+                *plan = Plan {
+                    log: u64::from(target.log()),
+                    offset,
+                    index,
+                    timestamp_us: now,
+                    end: [0; 4],
+                };
                 for (payload, _) in &items {
                     let length = (RECORD_HEADER_SIZE as u64).saturating_add(payload.len() as u64);
                     (offset, index) = (offset.saturating_add(length), index.saturating_add(1));
@@ -276,10 +279,16 @@ impl CommitTable {
                 // Not the plain case (a torn tail, a cutover due, an asqn out of order): each writer alone.
                 set_all(PENDING);
                 if let Some(mine) = entry(self.entry) {
-                    if mine.state.compare_exchange(PENDING, DECLINED, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    if mine
+                        .state
+                        .compare_exchange(PENDING, DECLINED, Ordering::AcqRel, Ordering::Acquire)
+                        .is_err()
+                    {
                         // Claimed by a round that died, and declined before it was looked at: the log needs
                         // recovery first, under the whole lock, which then tells.
-                        let _ = mine.state.compare_exchange(CLAIMED, FAILED, Ordering::AcqRel, Ordering::Acquire);
+                        let _ = mine
+                            .state
+                            .compare_exchange(CLAIMED, FAILED, Ordering::AcqRel, Ordering::Acquire);
                     }
                 }
                 return Ok(());
@@ -291,7 +300,12 @@ impl CommitTable {
         };
         self.fail_at(Failpoint::DieAfterWrite);
         let (seen, _, _, _, end_offset, next_index, last_asqn, now) = written;
-        let end = TailEnd { offset: end_offset, next_index, last_asqn, last_timestamp_us: now };
+        let end = TailEnd {
+            offset: end_offset,
+            next_index,
+            last_asqn,
+            last_timestamp_us: now,
+        };
         let published = if self.failpoint == Failpoint::SyncFails {
             Err(std::io::Error::from_raw_os_error(libc::EIO).into())
         } else {
@@ -310,7 +324,7 @@ impl CommitTable {
         }
         self.fail_at(Failpoint::DieAfterPublish);
         let state = [end_offset, next_index, last_asqn as u64, now as u64];
-        for at in claimed.iter().chain(&present) {
+        for at in &claimed {
             let Some(entry) = entry(*at) else { continue };
             // SAFETY: claimed by this round until DONE hands it back to its owner.
             unsafe { entry.parts().1.end = state };
@@ -340,15 +354,33 @@ impl CommitTable {
     #[new]
     fn new(lock_path: &str) -> PyResult<Self> {
         let found = std::fs::metadata(lock_path)?;
-        let path = format!("/dev/shm/openbinlog-{}-{}-{}.{}", found.dev(), found.ino(), found.ctime(), found.ctime_nsec());
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+        let path = format!(
+            "/dev/shm/openbinlog-{}-{}-{}.{}",
+            found.dev(),
+            found.ino(),
+            found.ctime(),
+            found.ctime_nsec()
+        );
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
         let size = std::mem::size_of::<Table>();
         if file.metadata()?.len() != size as u64 {
             file.set_len(size as u64)?; // zero bytes are an empty table
         }
         // SAFETY: a shared mapping of the whole file.
         let pointer = unsafe {
-            libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
         };
         if pointer == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error().into());
@@ -361,7 +393,14 @@ impl CommitTable {
             _ => Failpoint::None,
         };
         let table = Mapping(pointer.cast::<Table>());
-        let mut this = Self { table, file, path, entry: ENTRIES, pid: std::process::id(), failpoint };
+        let mut this = Self {
+            table,
+            file,
+            path,
+            entry: ENTRIES,
+            pid: std::process::id(),
+            failpoint,
+        };
         // Under the token no round is under way: an entry whose owner died is nobody's, even claimed.
         if !byte_lock(&this.file, 0, libc::F_WRLCK, libc::F_OFD_SETLKW) {
             return Err(std::io::Error::last_os_error().into());
@@ -383,11 +422,13 @@ impl CommitTable {
         Ok(this)
     }
 
-    /// The rounds made so far, and the entries of rounds that died found in the log or failed.
-    fn counters(&self) -> (u64, u64, u64) {
+    /// The rounds made so far, and the entries of rounds that died that the rounds after them failed.
+    fn counters(&self) -> (u64, u64) {
         let table = self.table();
-        let count = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        (count(&table.rounds), count(&table.orphans_found), count(&table.orphans_failed))
+        (
+            table.rounds.load(Ordering::Relaxed),
+            table.orphans.load(Ordering::Relaxed),
+        )
     }
 
     /// Commit `payloads` (`(payload, asqn)` pairs) through the table. `(COMMITTED, fields)` once committed
@@ -408,7 +449,9 @@ impl CommitTable {
         now_us: i64,
     ) -> PyResult<(u8, Written)> {
         let table = self.table();
-        let Some(mine) = table.entries.get(self.entry) else { return Ok((ALONE, Default::default())) };
+        let Some(mine) = table.entries.get(self.entry) else {
+            return Ok((ALONE, Default::default()));
+        };
         if std::process::id() != self.pid {
             return Ok((ALONE, Default::default())); // a forked child shares its parent's locks: not its entry
         }
@@ -418,12 +461,18 @@ impl CommitTable {
         for (payload, asqn) in &payloads {
             let start = at.saturating_add(ITEM_HEAD);
             let end = start.saturating_add(payload.len());
-            let Some(item) = data.get_mut(at..start) else { return Ok((ALONE, Default::default())) };
-            let Ok(length) = u32::try_from(payload.len()) else { return Ok((ALONE, Default::default())) };
+            let Some(item) = data.get_mut(at..start) else {
+                return Ok((ALONE, Default::default()));
+            };
+            let Ok(length) = u32::try_from(payload.len()) else {
+                return Ok((ALONE, Default::default()));
+            };
             let (length_field, asqn_field) = item.split_at_mut(4);
             length_field.copy_from_slice(&length.to_be_bytes());
             asqn_field.copy_from_slice(&asqn.to_be_bytes());
-            let Some(body) = data.get_mut(start..end) else { return Ok((ALONE, Default::default())) };
+            let Some(body) = data.get_mut(start..end) else {
+                return Ok((ALONE, Default::default()));
+            };
             body.copy_from_slice(payload);
             at = end;
         }
@@ -432,7 +481,12 @@ impl CommitTable {
         };
         *head = Head { items, bytes };
         mine.state.store(PENDING, Ordering::Release);
-        let batch = Batch { now_us, capacity, size_limit, zero_probe };
+        let batch = Batch {
+            now_us,
+            capacity,
+            size_limit,
+            zero_probe,
+        };
         py.detach(|| loop {
             let seq = table.seq.load(Ordering::Acquire);
             match mine.state.load(Ordering::Acquire) {
@@ -444,21 +498,39 @@ impl CommitTable {
                     return Ok(match state {
                         DONE => (
                             COMMITTED,
-                            (plan.log, 0, plan.offset, plan.index, offset, next_index, last_asqn as i64, last_timestamp as i64),
+                            (
+                                plan.log,
+                                0,
+                                plan.offset,
+                                plan.index,
+                                offset,
+                                next_index,
+                                last_asqn as i64,
+                                last_timestamp as i64,
+                            ),
                         ),
                         DECLINED => (ALONE, Default::default()),
-                        _ => (UNKNOWN, (plan.log, plan.timestamp_us as u64, plan.offset, plan.index, 0, 0, 0, 0)),
+                        _ => (
+                            UNKNOWN,
+                            (plan.log, plan.timestamp_us as u64, plan.offset, plan.index, 0, 0, 0, 0),
+                        ),
                     });
                 }
                 PENDING | CLAIMED if byte_lock(&self.file, 0, libc::F_WRLCK, libc::F_OFD_SETLK) => {
                     // Holding the token, a claimed entry is a dead round's: the round looks at it.
                     let state = mine.state.load(Ordering::Acquire);
-                    let led = if state == PENDING || state == CLAIMED { self.lead(target, &batch) } else { Ok(()) };
+                    let led = if state == PENDING || state == CLAIMED {
+                        self.lead(target, &batch)
+                    } else {
+                        Ok(())
+                    };
                     byte_lock(&self.file, 0, libc::F_UNLCK, libc::F_OFD_SETLK);
                     table.seq.fetch_add(1, Ordering::AcqRel);
                     futex(&table.seq, libc::FUTEX_WAKE, i32::MAX as u32);
                     if let Err(error) = led {
-                        let _ = mine.state.compare_exchange(FAILED, IDLE, Ordering::AcqRel, Ordering::Acquire);
+                        let _ = mine
+                            .state
+                            .compare_exchange(FAILED, IDLE, Ordering::AcqRel, Ordering::Acquire);
                         return Err(error);
                     }
                 }
