@@ -33,9 +33,7 @@ fn verify(window: &[u8], next_index: u64, last_asqn: i64, stop: usize) -> Run {
     let mut previous_asqn = last_asqn;
     let mut pos = 0usize;
     while pos < stop {
-        let (Some(rest), Some(wanted)) = (window.get(pos..), expected) else {
-            break;
-        };
+        let (Some(rest), Some(wanted)) = (window.get(pos..), expected) else { break };
         let Some((header, record)) = plain_record(rest, wanted, previous_asqn) else {
             break;
         };

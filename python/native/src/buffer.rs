@@ -442,9 +442,7 @@ impl RecordBuffer {
         }
         let mut state = self.lock_state(py);
         if !state.bytes.is_empty() || state.mapped.is_some() || state.fd < 0 {
-            return Err(PyValueError::new_err(
-                "map a bound buffer before its first append, once",
-            ));
+            return Err(PyValueError::new_err("map a bound buffer before its first append, once"));
         }
         state.mapped = Some(match &state.fs {
             None => Target::Memory(Mapping::new(
@@ -666,9 +664,7 @@ impl Ops for Io<'_, '_> {
 
     fn start_writeback(&self, data: &[u8], offset: u64) -> PyResult<()> {
         match self {
-            Self::Calls(fs, fd) => fs
-                .call_method1("start_writeback", (*fd, offset, data.len()))
-                .map(|_| ()),
+            Self::Calls(fs, fd) => fs.call_method1("start_writeback", (*fd, offset, data.len())).map(|_| ()),
             Self::Memory(_) => Ok(()), // a mapped buffer never writes behind
         }
     }
@@ -799,28 +795,14 @@ impl RecordBuffer {
                     return Err(PyOverflowError::new_err("the commit generation is used up"));
                 }
             };
-            let published = (
-                next,
-                state.start,
-                state.next_index,
-                state.last_asqn,
-                state.last_timestamp_us,
-            );
+            let published = (next, state.start, state.next_index, state.last_asqn, state.last_timestamp_us);
             let io = state.fs.as_ref().map(|fs| fs.clone_ref(py));
             let how = Commit {
                 sync,
                 strict: state.strict,
                 write_behind: state.write_behind,
             };
-            (
-                records,
-                offset,
-                generation,
-                published,
-                how,
-                (io, state.fd),
-                state.next_log_number,
-            )
+            (records, offset, generation, published, how, (io, state.fd), state.next_log_number)
         };
         let (fs, fd) = io;
         let done = match &fs {
@@ -870,9 +852,7 @@ impl RecordBuffer {
         let (io_lock, gathering, batch_sync) = {
             let group = self.lock_group();
             let (Some(io_lock), Some(gathering)) = (group.io_lock.as_ref(), group.gathering.as_ref()) else {
-                return Err(PyValueError::new_err(
-                    "the buffer commits no groups: call group() first",
-                ));
+                return Err(PyValueError::new_err("the buffer commits no groups: call group() first"));
             };
             (io_lock.clone_ref(py), gathering.clone_ref(py), group.batch_sync)
         };
@@ -936,16 +916,9 @@ impl RecordBuffer {
         let (whole_delay, group_delay, last_batch, last_commit) = {
             let group = self.lock_group();
             let delay = group.group_delay.as_secs_f64();
-            (
-                group.whole_delay,
-                delay,
-                group.last_batch,
-                group.last_commit.as_secs_f64(),
-            )
+            (group.whole_delay, delay, group.last_batch, group.last_commit.as_secs_f64())
         };
-        gathering
-            .call1(py, (whole_delay, group_delay, last_batch, last_commit))?
-            .extract(py)
+        gathering.call1(py, (whole_delay, group_delay, last_batch, last_commit))?.extract(py)
     }
 
     /// Without the interpreter: wait, as `plan` says, for the records of the batch this thread leads; return
@@ -1071,11 +1044,7 @@ impl RecordBuffer {
         next_log_number: u32,
         how: Commit,
     ) -> PyResult<()> {
-        let Commit {
-            sync,
-            strict,
-            write_behind,
-        } = how;
+        let Commit { sync, strict, write_behind } = how;
         if sync == SYNC_RECORDS && !records.is_empty() {
             io.pwrite_synced(records, start)?;
         } else {
@@ -1194,10 +1163,7 @@ impl Appender {
             },
         };
         let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).clone_ref(py);
-        let (placed, index) = match buffer
-            .get()
-            .append_record(py, payload, &asqn, &py.None().into_bound(py))?
-        {
+        let (placed, index) = match buffer.get().append_record(py, payload, &asqn, &py.None().into_bound(py))? {
             Ok(placed) => placed,
             Err(_) => return self.slow.call1(py, (payload, asqn)),
         };
