@@ -22,6 +22,8 @@ from ._format import FRAME_DATA, MAX_RECORD_LENGTH, MIN_RECORD_LENGTH, NO_ASQN, 
 if TYPE_CHECKING:
     from ._buffer import RecordBuffer as RecordBufferType
     from ._native import Appender as NativeAppender
+    from ._native import CommitTable as NativeCommitTable
+    from ._native import SharedTarget as NativeSharedTarget
     from ._native import Verifier as NativeVerifier
 
 PURE_PYTHON_VARIABLE = "OPENBINLOG_PURE_PYTHON"
@@ -48,9 +50,12 @@ RecordBuffer: Callable[..., RecordBufferType] | None = None
 # Writer.append of the modes whose appends return at once, without a Python frame (_buffered).
 Appender: type[NativeAppender] | None = None
 # The batch of a writer that shares its syncs, steps 1 to 5 and 6 to 7 of spec 6.8 (_shared_commit).
-SharedTarget: Callable[..., object] | None = None
+SharedTarget: type[NativeSharedTarget] | None = None
 shared_write: Callable[..., tuple[int, int, int, int, int, int, int, int] | None] | None = None
 shared_publish: Callable[..., int] | None = None
+# The commit table of spec 6.9 (Linux, /dev/shm): one entry of a log's table for a sharing writer.
+CommitTable: type[NativeCommitTable] | None = None
+TABLE_COMMITTED, TABLE_ALONE, TABLE_UNKNOWN = 0, 1, 2
 PUBLISH_IN_PYTHON = -1  # what shared_publish returns when the Python code must publish: the module says
 # Why the pure-Python decoder runs, or None when the compiled one does. A missing module is silent (a machine
 # without Rust installs the pure package); build_info() tells.
@@ -94,6 +99,8 @@ else:
             shared_write = getattr(_native, "shared_write", None) if SharedTarget is not None else None
             shared_publish = getattr(_native, "shared_publish", None) if SharedTarget is not None else None
             PUBLISH_IN_PYTHON = getattr(_native, "PUBLISH_IN_PYTHON", PUBLISH_IN_PYTHON)
+            if shared_write is not None and os.path.isdir("/dev/shm"):
+                CommitTable = getattr(_native, "CommitTable", None)
             PURE_REASON = None
         else:
             PURE_REASON = "openbinlog._native disagrees with the record layout or constants"

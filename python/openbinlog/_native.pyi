@@ -60,6 +60,32 @@ def shared_publish(
     covered already by another writer's publication, 3 published two generations on (W-44); 1 when the Python
     code must publish (``LOCK`` replaced, the segment sealed, an unusual header)."""
 
+class CommitTable:
+    """A sharing writer's entry in its log's commit table (spec 6.9), a file in /dev/shm named after ``LOCK``."""
+
+    def __init__(self, lock_path: str, /) -> None: ...
+    def counters(self) -> tuple[int, int]:
+        """The rounds made so far, and the entries of live writers claimed by rounds that died, which the rounds
+        after them failed."""
+    def commit(
+        self,
+        target: SharedTarget,
+        capacity: int,
+        size_limit: int | None,
+        zero_probe: bool,
+        payloads: list[tuple[bytes, int]],
+        now_us: int,
+        /,
+    ) -> tuple[int, tuple[int, int, int, int, int, int, int, int]]:
+        """Steps 1 to 8 of spec 6.9: ``TABLE_COMMITTED`` with the log, 0, the first record's offset and index and
+        the state after the round's records; ``TABLE_ALONE`` when the writer commits the batch itself, nothing of
+        it written; ``TABLE_UNKNOWN`` with the log, timestamp, offset and index a round that died or failed
+        planned for it."""
+
+TABLE_COMMITTED: int
+TABLE_ALONE: int
+TABLE_UNKNOWN: int
+
 def tail_end(
     data: bytes, commit_offset: int, next_index: int, last_asqn: int, last_timestamp_us: int, zero_probe: bool, /
 ) -> tuple[int, int, int, int] | None:

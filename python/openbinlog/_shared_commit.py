@@ -21,20 +21,26 @@ from . import _accel
 from ._commit import MAX_COUNTER, EncodedBatch, OpenSegment
 from ._format import HEADER_SIZE, RECORD_HEADER_SIZE
 from ._group_commit import Ticket
+from ._records import encode_record
 from ._recovery import FdSource
 from ._recovery_exec import RecoveryMixin, successor_path
 from ._ref import Ref
-from ._segment import CommitState, active_commit
+from ._segment import CommitState, SegmentHeaderInfo, active_commit
+from ._segment_file import SegmentFile
 from ._writer_base import MAX_LOG_NUMBER
 from .errors import BinlogError, BinlogIOError
 from .walk import tail_walk
+
+if TYPE_CHECKING:
+    from ._native import CommitTable as NativeCommitTable
+    from ._native import SharedTarget
 
 
 class SharedCommitMixin(RecoveryMixin):
     """Steps 1 to 9 of spec 6.8, for writers that do not hold the lock from open to close."""
 
     # The compiled batch's target, and the segment and lock it was made for.
-    _shared_target: tuple[OpenSegment, tuple[int, tuple[int, int]], object] | None = None
+    _shared_target: tuple[OpenSegment, tuple[int, tuple[int, int]], SharedTarget] | None = None
 
     if TYPE_CHECKING:  # defined by the writer, which takes and checks the lock (W-38)
 
@@ -52,6 +58,11 @@ class SharedCommitMixin(RecoveryMixin):
         """Commit ``batch`` by spec 6.8 and add its refs to ``done``; False, having written nothing, when the
         batch needs the whole lock (6.8 step 3)."""
         with self._io_mutex:
+            if self._uses_table:
+                queued = self._commit_queued(batch)
+                if queued is not None:
+                    done += queued
+                    return True
             written = self._write_compiled(batch) if _accel.shared_write is not None else None
             if written is None:
                 with self._append_locked():
@@ -68,6 +79,84 @@ class SharedCommitMixin(RecoveryMixin):
         encoded.refuse()
         done += encoded.written
         return True
+
+    _table: NativeCommitTable | None = None
+
+    @property
+    def _uses_table(self) -> bool:
+        """Whether batches go through the log's commit table (6.9): compiled, on the files themselves, with the
+        system clock (a round stamps every batch it takes with its own reading), and not in the strict mode."""
+        return (
+            _accel.CommitTable is not None
+            and _accel.shared_write is not None  # a round is the compiled batch of 6.8
+            and self._buffer_fs is None
+            and not self._custom_clock
+            and self.durability != "strict"
+            and not self._table_refused
+        )
+
+    _table_refused = False
+
+    def _commit_queued(self, batch: list[Ticket]) -> list[tuple[Ticket, Ref]] | None:
+        """Steps 1 to 3 and 9 of 6.9: the batch committed by whichever sharing writer of the log takes the next
+        round; None, having written nothing, when this writer commits it itself."""
+        segment = self._segment
+        if segment is None or not segment.tail_checked:
+            return None
+        if self._table is None:
+            assert _accel.CommitTable is not None
+            try:
+                self._table = _accel.CommitTable(self._lock_path)
+            except OSError:
+                self._table_refused = True  # no /dev/shm to use, or every entry taken: 6.8 alone
+                return None
+        outcome, fields = self._table.commit(
+            self._compiled_target(segment),
+            segment.header.capacity,
+            self.max_segment_bytes,
+            segment.header.preallocated,
+            [(ticket.payload, ticket.asqn) for ticket in batch],
+            self._clock_us(),
+        )
+        if outcome == _accel.TABLE_ALONE:
+            return None
+        log, timestamp, offset, index, end_offset = fields[:5]
+        if outcome == _accel.TABLE_UNKNOWN:
+            if not self._found_after_recovery(batch, log, offset, index, timestamp):
+                return None  # not in the log: this writer commits the batch itself
+            end_offset = 0  # found committed, by the recovery that adopted them: no cutover due from here
+        written = []
+        for ticket in batch:
+            written.append((ticket, Ref(log, offset, index)))
+            offset, index = offset + RECORD_HEADER_SIZE + len(ticket.payload), index + 1
+        if log == segment.log and self._due_for_cutover(segment, end_offset, left_over=False):
+            self._cut_over_full()
+        return written
+
+    def _found_after_recovery(self, batch: list[Ticket], log: int, offset: int, index: int, timestamp: int) -> bool:
+        """Whether the records that a round which died or failed planned for ``batch`` are all committed, as
+        found under the whole lock once recovery (7.2) has adopted the whole records of the tail.
+        Some of them but not all: ``BinlogIOError`` (their outcome cannot be told apart from a torn batch)."""
+        expected = [
+            encode_record(index + n, ticket.payload, asqn=ticket.asqn, timestamp_us=timestamp)
+            for n, ticket in enumerate(batch)
+        ]
+        with self._locked:
+            self._prepare()
+            found = 0
+            with SegmentFile(self.directory, log) as segment:
+                header = segment.header()
+                committed = segment.commit(header).commit_offset if isinstance(header, SegmentHeaderInfo) else 0
+                for record in expected:
+                    if offset + len(record) > committed or segment.read_at(offset, len(record)) != record:
+                        break
+                    offset, found = offset + len(record), found + 1
+        if 0 < found < len(expected):
+            raise BinlogIOError(
+                f"{found} of the {len(expected)} records of a batch whose round died are in the log",
+                path=self.directory,
+            )
+        return found == len(expected)
 
     def _cut_over_full(self) -> None:
         """Under the whole lock: cut over from the last segment if it has reached the size limit (8.1)."""
@@ -101,7 +190,7 @@ class SharedCommitMixin(RecoveryMixin):
         encoded.end = CommitState(seen + 1, end_offset, next_index, last_asqn, now, 0)
         return segment, seen, encoded
 
-    def _compiled_target(self, segment: OpenSegment) -> object:
+    def _compiled_target(self, segment: OpenSegment) -> SharedTarget:
         """The compiled batch's ``SharedTarget`` for ``segment`` and the lock, made once for each of them."""
         lock = (self._lock_fd, self._lock_identity)
         cached = self._shared_target

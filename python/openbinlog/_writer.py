@@ -489,6 +489,7 @@ class Writer(BufferedMixin, SharedCommitMixin, CutoverMixin, CommitMixin, SpareM
         self._lock_identity = self._fs.identity(self._lock_fd)
 
     def _release_files(self) -> None:
+        self._table = None  # this writer's entry of the commit table, given up
         if self._lock_held:
             self._lock_held = False
             self._fs.unlock(self._lock_fd)

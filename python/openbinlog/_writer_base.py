@@ -53,6 +53,7 @@ class WriterBase:
     _lock_path: str
     _lock_identity: tuple[int, int]  # device and inode of the file _lock_fd opened (W-38)
     _buffer_fs: FileSystem | None  # the file system object compiled code calls, None for the files themselves
+    _custom_clock: bool  # a clock given to the writer, not the system's
     _lock_held: bool  # an exclusive writer holds the lock on LOCK from open to close
     _shares_sync: bool  # batches commit by 6.8 where they can: written under the append lock, synced outside it
     _index_builder: IndexBuilder | None  # builds the index of each segment this writer seals (spec 18.4)

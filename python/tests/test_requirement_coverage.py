@@ -111,6 +111,8 @@ COVERAGE: dict[str, tuple[str, ...]] = {
         "pytest:test_w45_an_index_written_under_its_own_name_is_caught",
         "pytest:test_w45_a_writer_that_indexes_a_segment_in_its_cutover_is_caught",
     ),
+    "W-46": ("pytest:test_w46_shared_batch_acknowledged_where_a_dead_round_planned_it_is_caught",),
+    "W-47": ("pytest:test_w47_shared_batch_committed_again_after_a_dead_round_committed_it_is_caught",),
 }
 
 

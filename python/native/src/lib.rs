@@ -23,6 +23,7 @@
 
 mod arrow;
 mod buffer;
+mod queue;
 mod shared;
 
 use std::ffi::c_void;
@@ -432,6 +433,10 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<buffer::Appender>()?;
     module.add("PUBLISH_IN_PYTHON", shared::PUBLISH_IN_PYTHON)?;
     module.add_class::<shared::Target>()?;
+    module.add_class::<queue::CommitTable>()?;
+    module.add("TABLE_COMMITTED", queue::COMMITTED)?;
+    module.add("TABLE_ALONE", queue::ALONE)?;
+    module.add("TABLE_UNKNOWN", queue::UNKNOWN)?;
     module.add_function(wrap_pyfunction!(shared::shared_write, module)?)?;
     module.add_function(wrap_pyfunction!(shared::shared_publish, module)?)?;
     module.add_function(wrap_pyfunction!(shared::tail_end, module)?)?;

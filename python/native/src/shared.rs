@@ -88,7 +88,11 @@ fn active_slot(header: &[u8], base_index: u64, log: u32) -> Option<Slot> {
         [None, Some(b)] => b,
     };
     let place = usize::from(commit.generation % 2 == 1);
-    let in_place = slots.get(place).copied().flatten().is_some_and(|slot| slot.generation == commit.generation);
+    let in_place = slots
+        .get(place)
+        .copied()
+        .flatten()
+        .is_some_and(|slot| slot.generation == commit.generation);
     let next_log_ok = commit.next_log_number == 0 || Some(commit.next_log_number) == log.checked_add(1);
     let in_range = commit.offset >= HEADER_SIZE as u64 && commit.next_index >= base_index;
     (in_place && next_log_ok && in_range && commit.last_asqn >= NO_ASQN).then_some(commit)
@@ -96,11 +100,11 @@ fn active_slot(header: &[u8], base_index: u64, log: u32) -> Option<Slot> {
 
 /// The whole records beyond a commit point: where they end, and the state after them.
 #[derive(Clone, Copy)]
-struct TailEnd {
-    offset: u64,
-    next_index: u64,
-    last_asqn: i64,
-    last_timestamp_us: i64,
+pub(crate) struct TailEnd {
+    pub(crate) offset: u64,
+    pub(crate) next_index: u64,
+    pub(crate) last_asqn: i64,
+    pub(crate) last_timestamp_us: i64,
 }
 
 /// The tail of a segment from the commit point, read as the walk asks for it.
@@ -131,7 +135,9 @@ fn walk_tail<T: Tail>(tail: &mut T, from: TailEnd, size: u64, zero_probe: bool) 
         if header.length > MAX_TAIL_RECORD {
             return Ok(None);
         }
-        let whole = usize::try_from(header.length).ok().and_then(|length| length.checked_add(4));
+        let whole = usize::try_from(header.length)
+            .ok()
+            .and_then(|length| length.checked_add(4));
         let Some(whole) = whole else { return Ok(None) };
         let Some(end) = at.offset.checked_add(whole as u64).filter(|end| *end <= size) else {
             return Ok(None);
@@ -140,18 +146,24 @@ fn walk_tail<T: Tail>(tail: &mut T, from: TailEnd, size: u64, zero_probe: bool) 
         let Some((header, _)) = plain_record(record, at.next_index, at.last_asqn) else {
             return Ok(None);
         };
-        let Some(next_index) = at.next_index.checked_add(1) else { return Ok(None) };
+        let Some(next_index) = at.next_index.checked_add(1) else {
+            return Ok(None);
+        };
         at = TailEnd {
             offset: end,
             next_index,
-            last_asqn: if header.asqn == NO_ASQN { at.last_asqn } else { header.asqn },
+            last_asqn: if header.asqn == NO_ASQN {
+                at.last_asqn
+            } else {
+                header.asqn
+            },
             last_timestamp_us: header.timestamp_us,
         };
     }
 }
 
 /// The system calls of a batch, on the files or through the writer's file system object.
-trait Ops {
+pub(crate) trait Ops {
     fn lock_append(&self) -> PyResult<()>;
     fn unlock_append(&self) -> PyResult<()>;
     /// W-38: the name `LOCK` still refers to the file locked.
@@ -177,13 +189,13 @@ pub(crate) struct Target {
 }
 
 /// Straight to the files, the interpreter released for the whole step.
-struct Direct<'a> {
+pub(crate) struct Direct<'a> {
     target: &'a Target,
     segment: ManuallyDrop<File>,
 }
 
 impl<'a> Direct<'a> {
-    fn new(target: &'a Target) -> Self {
+    pub(crate) fn new(target: &'a Target) -> Self {
         // SAFETY: the writer's open segment, which outlives this call; ManuallyDrop never closes it.
         let segment = ManuallyDrop::new(unsafe { File::from_raw_fd(target.segment_fd) });
         Self { target, segment }
@@ -272,12 +284,16 @@ impl Ops for Calls<'_, '_> {
     }
 
     fn unlock_append(&self) -> PyResult<()> {
-        self.fs.call_method1("unlock_append", (self.target.lock_fd,)).map(|_| ())
+        self.fs
+            .call_method1("unlock_append", (self.target.lock_fd,))
+            .map(|_| ())
     }
 
     fn names_lock(&self) -> PyResult<bool> {
         let identity = PyTuple::new(self.fs.py(), [self.target.lock_identity.0, self.target.lock_identity.1])?;
-        self.fs.call_method1("names", (self.target.lock_path.as_str(), identity))?.extract()
+        self.fs
+            .call_method1("names", (self.target.lock_path.as_str(), identity))?
+            .extract()
     }
 
     fn exists(&self, path: &str) -> PyResult<bool> {
@@ -285,7 +301,9 @@ impl Ops for Calls<'_, '_> {
     }
 
     fn pread(&self, size: usize, offset: u64) -> PyResult<Vec<u8>> {
-        self.fs.call_method1("pread", (self.target.segment_fd, size, offset))?.extract()
+        self.fs
+            .call_method1("pread", (self.target.segment_fd, size, offset))?
+            .extract()
     }
 
     fn size(&self) -> PyResult<u64> {
@@ -294,7 +312,9 @@ impl Ops for Calls<'_, '_> {
 
     fn pwrite(&self, data: &[u8], offset: u64) -> PyResult<()> {
         let data = PyBytes::new(self.fs.py(), data);
-        self.fs.call_method1("pwrite", (self.target.segment_fd, data, offset)).map(|_| ())
+        self.fs
+            .call_method1("pwrite", (self.target.segment_fd, data, offset))
+            .map(|_| ())
     }
 
     fn fdatasync(&self) -> PyResult<()> {
@@ -319,7 +339,9 @@ impl<O: Ops + ?Sized> Tail for ReadTail<'_, O> {
             if read_at >= self.size {
                 break;
             }
-            let chunk = self.ops.pread(TAIL_CHUNK.max(needed.saturating_sub(self.data.len())), read_at)?;
+            let chunk = self
+                .ops
+                .pread(TAIL_CHUNK.max(needed.saturating_sub(self.data.len())), read_at)?;
             if chunk.is_empty() {
                 break;
             }
@@ -329,22 +351,33 @@ impl<O: Ops + ?Sized> Tail for ReadTail<'_, O> {
     }
 }
 
-/// What a batch asks: its payloads and asqns, the clock's reading, and the segment's limits.
-struct Batch {
-    payloads: Vec<(Vec<u8>, i64)>,
-    now_us: i64,
-    capacity: u64,
-    size_limit: Option<u64>,
-    zero_probe: bool,
+/// Payloads and asqns to append.
+pub(crate) type Payloads = Vec<(Vec<u8>, i64)>;
+
+/// Where the records of a batch come from, asked under the append lock once the written end is known
+/// (a round of the commit table takes its entries only then): None to write nothing.
+pub(crate) type Take<'a> = dyn FnMut(&TailEnd, i64) -> PyResult<Option<Payloads>> + 'a;
+
+/// What a batch asks besides its payloads: the clock's reading, and the segment's limits.
+pub(crate) struct Batch {
+    pub(crate) now_us: i64,
+    pub(crate) capacity: u64,
+    pub(crate) size_limit: Option<u64>,
+    pub(crate) zero_probe: bool,
 }
 
 /// What `shared_write` wrote: the generation and commit offset read, where its records start (beyond the
 /// records of other writers written again), their first index, and the state after them (commit offset,
 /// next index, last asqn, last timestamp).
-type Written = (u64, u64, u64, u64, u64, u64, i64, i64);
+pub(crate) type Written = (u64, u64, u64, u64, u64, u64, i64, i64);
 
 /// Steps 2 to 4 of 6.8 under the append lock (`_write_shared`), or None having written nothing.
-fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyResult<Option<Written>> {
+fn write_locked<O: Ops + ?Sized>(
+    ops: &O,
+    target: &Target,
+    batch: &Batch,
+    take: &mut Take<'_>,
+) -> PyResult<Option<Written>> {
     if !ops.names_lock()? || ops.exists(&target.successor_path)? {
         return Ok(None);
     }
@@ -352,7 +385,8 @@ fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyR
     let Some(commit) = active_slot(&header, target.base_index, target.log) else {
         return Ok(None);
     };
-    if header.len() != HEADER_SIZE || commit.next_log_number != 0 || commit.generation >= MAX_COUNTER.saturating_sub(2) {
+    if header.len() != HEADER_SIZE || commit.next_log_number != 0 || commit.generation >= MAX_COUNTER.saturating_sub(2)
+    {
         return Ok(None);
     }
     let size = ops.size()?;
@@ -362,7 +396,12 @@ fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyR
         last_asqn: commit.last_asqn,
         last_timestamp_us: commit.last_timestamp_us,
     };
-    let mut tail = ReadTail { ops, start: commit.offset, data: Vec::new(), size };
+    let mut tail = ReadTail {
+        ops,
+        start: commit.offset,
+        data: Vec::new(),
+        size,
+    };
     let Some(end) = walk_tail(&mut tail, from, size, batch.zero_probe)? else {
         return Ok(None);
     };
@@ -370,9 +409,12 @@ fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyR
         return Ok(None); // a cutover first (_due_for_cutover), under the whole lock
     }
     let now = batch.now_us.max(end.last_timestamp_us);
+    let Some(payloads) = take(&end, now)? else {
+        return Ok(None);
+    };
     let (mut offset, mut index, mut last_asqn) = (end.offset, end.next_index, end.last_asqn);
     let mut records = Vec::new();
-    for (payload, asqn) in &batch.payloads {
+    for (payload, asqn) in &payloads {
         let length = (RECORD_HEADER_SIZE as u64).saturating_add(payload.len() as u64);
         let next = offset.checked_add(length);
         let fits = next.is_some_and(|next| batch.capacity == 0 || next <= batch.capacity);
@@ -388,19 +430,37 @@ fn write_locked<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyR
     }
     // The header and the bytes from C to X again, exactly as read, then the records (W-43, _rewrite_as_read).
     let unpublished = usize::try_from(end.offset.saturating_sub(commit.offset)).unwrap_or(usize::MAX);
-    let mut out = tail.bytes(commit.offset, unpublished)?.get(..unpublished).unwrap_or_default().to_vec();
+    let mut out = tail
+        .bytes(commit.offset, unpublished)?
+        .get(..unpublished)
+        .unwrap_or_default()
+        .to_vec();
     out.extend_from_slice(&records);
     ops.pwrite(&header, 0)?;
     if !out.is_empty() {
         ops.pwrite(&out, commit.offset)?;
     }
-    Ok(Some((commit.generation, commit.offset, end.offset, end.next_index, offset, index, last_asqn, now)))
+    Ok(Some((
+        commit.generation,
+        commit.offset,
+        end.offset,
+        end.next_index,
+        offset,
+        index,
+        last_asqn,
+        now,
+    )))
 }
 
 /// Steps 1 to 5: the append lock around steps 2 to 4, released whatever happens.
-fn write_batch<O: Ops + ?Sized>(ops: &O, target: &Target, batch: &Batch) -> PyResult<Option<Written>> {
+pub(crate) fn write_batch<O: Ops + ?Sized>(
+    ops: &O,
+    target: &Target,
+    batch: &Batch,
+    take: &mut Take<'_>,
+) -> PyResult<Option<Written>> {
     ops.lock_append()?;
-    let written = write_locked(ops, target, batch);
+    let written = write_locked(ops, target, batch, take);
     let unlocked = ops.unlock_append();
     let written = written?;
     unlocked?;
@@ -428,7 +488,13 @@ fn publish_locked<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: Tai
     if current.next_log_number != 0 {
         return Ok(PUBLISH_IN_PYTHON); // sealed meanwhile: the Python code reports it
     }
-    let published = (generation, end.offset, end.next_index, end.last_asqn, end.last_timestamp_us);
+    let published = (
+        generation,
+        end.offset,
+        end.next_index,
+        end.last_asqn,
+        end.last_timestamp_us,
+    );
     let [even, odd] = SLOT_OFFSETS;
     let place = if generation % 2 == 1 { odd } else { even };
     ops.pwrite(&encode_slot(published, 0), place)?;
@@ -438,7 +504,7 @@ fn publish_locked<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: Tai
 
 /// Steps 6 and 7: the sync holding no lock, the active slot read as a reader reads it, then, unless a
 /// publication covers the records already, the publication under the append lock.
-fn publish<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: TailEnd) -> PyResult<u8> {
+pub(crate) fn publish<O: Ops + ?Sized>(ops: &O, target: &Target, seen: u64, end: TailEnd) -> PyResult<u8> {
     ops.fdatasync()?;
     // A slot torn by a publication in progress fails its checksum and is not taken: the lock then decides.
     let header = ops.pread(HEADER_SIZE, 0)?;
@@ -466,6 +532,12 @@ fn through<R: Send>(
     }
 }
 
+impl Target {
+    pub(crate) fn log(&self) -> u32 {
+        self.log
+    }
+}
+
 #[pymethods]
 impl Target {
     #[new]
@@ -480,7 +552,15 @@ impl Target {
         log: u32,
         base_index: u64,
     ) -> Self {
-        Self { segment_fd, lock_fd, lock_path, lock_identity, successor_path, log, base_index }
+        Self {
+            segment_fd,
+            lock_fd,
+            lock_path,
+            lock_identity,
+            successor_path,
+            log,
+            base_index,
+        }
     }
 }
 
@@ -500,8 +580,15 @@ pub(crate) fn shared_write(
     payloads: Vec<(Vec<u8>, i64)>,
     now_us: i64,
 ) -> PyResult<Option<Written>> {
-    let batch = Batch { payloads, now_us, capacity, size_limit, zero_probe };
-    through(py, fs, target, |ops| write_batch(ops, target, &batch))
+    let batch = Batch {
+        now_us,
+        capacity,
+        size_limit,
+        zero_probe,
+    };
+    through(py, fs, target, |ops| {
+        write_batch(ops, target, &batch, &mut |_, _| Ok(Some(payloads.clone())))
+    })
 }
 
 /// Steps 6 and 7 of spec 6.8 after `shared_write`, for `end` (commit offset, next index, last asqn, last
@@ -516,7 +603,12 @@ pub(crate) fn shared_publish(
     seen: u64,
     end: (u64, u64, i64, i64),
 ) -> PyResult<u8> {
-    let end = TailEnd { offset: end.0, next_index: end.1, last_asqn: end.2, last_timestamp_us: end.3 };
+    let end = TailEnd {
+        offset: end.0,
+        next_index: end.1,
+        last_asqn: end.2,
+        last_timestamp_us: end.3,
+    };
     through(py, fs, target, |ops| publish(ops, target, seen, end))
 }
 
@@ -545,9 +637,22 @@ pub(crate) fn tail_end(
     last_timestamp_us: i64,
     zero_probe: bool,
 ) -> PyResult<Option<(u64, u64, i64, i64)>> {
-    let from = TailEnd { offset: commit_offset, next_index, last_asqn, last_timestamp_us };
+    let from = TailEnd {
+        offset: commit_offset,
+        next_index,
+        last_asqn,
+        last_timestamp_us,
+    };
     let size = commit_offset.saturating_add(data.len() as u64);
-    let end = walk_tail(&mut Held { data, start: commit_offset }, from, size, zero_probe)?;
+    let end = walk_tail(
+        &mut Held {
+            data,
+            start: commit_offset,
+        },
+        from,
+        size,
+        zero_probe,
+    )?;
     Ok(end.map(|end| (end.offset, end.next_index, end.last_asqn, end.last_timestamp_us)))
 }
 
@@ -557,6 +662,13 @@ pub(crate) fn tail_end(
 #[pyfunction]
 pub(crate) fn active_commit(header: &[u8], base_index: u64, log: u32) -> Option<(u64, u64, u64, i64, i64, u32)> {
     active_slot(header, base_index, log).map(|slot| {
-        (slot.generation, slot.offset, slot.next_index, slot.last_asqn, slot.last_timestamp_us, slot.next_log_number)
+        (
+            slot.generation,
+            slot.offset,
+            slot.next_index,
+            slot.last_asqn,
+            slot.last_timestamp_us,
+            slot.next_log_number,
+        )
     })
 }

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_commit_table as table_tests
 import test_faults as fault_tests
 import test_maintenance as maintenance_tests
 import test_protocol as protocol_tests
@@ -880,3 +881,52 @@ def test_w42_records_synced_alone_then_published_over_the_durable_slot_is_caught
     assert any("while the other slot is not durable" in problem for problem in publication_problems(trace))
     result = checked(tmp_path / "s2", "exclusive records alone, W-42 broken", options, trace, "P1", cap=16)
     assert result.violations, "a power loss tearing both slots went unnoticed"
+
+
+# Captured before the fixtures above switch them off: a round of the commit table is the compiled batch.
+COMPILED_BATCH = (_accel.shared_write, _accel.shared_publish)
+table_only = pytest.mark.skipif(
+    _accel.CommitTable is None or None in COMPILED_BATCH or not fs_module.SHARED_SYNC_SUPPORTED,
+    reason="no commit table here (compiled, Linux)",
+)
+
+
+def with_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled batch back on, for the rounds of the commit table (spec 6.9)."""
+    monkeypatch.setattr(_accel, "shared_write", COMPILED_BATCH[0])
+    monkeypatch.setattr(_accel, "shared_publish", COMPILED_BATCH[1])
+
+
+@table_only
+def test_w46_shared_batch_acknowledged_where_a_dead_round_planned_it_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plan of a round that died is taken for a commit, unlooked at: that round may never have written it.
+    with_table(monkeypatch)
+    mutate(
+        monkeypatch,
+        Writer,
+        "_commit_queued",
+        ("if not self._found_after_recovery(batch, log, offset, index, timestamp):", "if False:"),
+    )
+    failure = failure_of(
+        table_tests.test_a_round_that_dies_loses_and_repeats_nothing_of_the_batches_it_claimed,
+        tmp_path / "log",
+        "die-before-write",
+    )
+    assert "== {}" in failure, failure  # caught by the places of the records, not by a count
+
+
+@table_only
+def test_w47_shared_batch_committed_again_after_a_dead_round_committed_it_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer does not look in the log: the batch the dead round wrote, and recovery adopted, goes in twice.
+    with_table(monkeypatch)
+    mutate(monkeypatch, Writer, "_found_after_recovery", ("return found == len(expected)", "return False"))
+    failure = failure_of(
+        table_tests.test_a_round_that_dies_loses_and_repeats_nothing_of_the_batches_it_claimed,
+        tmp_path / "log",
+        "die-after-write",
+    )
+    assert "== {}" in failure, failure  # a record committed twice, not a count
