@@ -110,14 +110,7 @@ class SharedCommitMixin(RecoveryMixin):
             except OSError:
                 self._table_refused = True  # no /dev/shm to use, or every entry taken: 6.8 alone
                 return None
-        outcome, fields = self._table.commit(
-            self._compiled_target(segment),
-            segment.header.capacity,
-            self.max_segment_bytes,
-            segment.header.preallocated,
-            [(ticket.payload, ticket.asqn) for ticket in batch],
-            self._clock_us(),
-        )
+        outcome, fields = self._table.commit(*self._compiled_batch(segment, batch))
         if outcome == _accel.TABLE_ALONE:
             return None
         log, timestamp, offset, index, end_offset = fields[:5]
@@ -171,15 +164,7 @@ class SharedCommitMixin(RecoveryMixin):
         segment = self._segment
         if segment is None or not segment.tail_checked or _accel.shared_write is None:
             return None
-        written = _accel.shared_write(
-            self._buffer_fs,
-            self._compiled_target(segment),
-            segment.header.capacity,
-            self.max_segment_bytes,
-            segment.header.preallocated,
-            [(ticket.payload, ticket.asqn) for ticket in batch],
-            self._clock_us(),
-        )
+        written = _accel.shared_write(self._buffer_fs, *self._compiled_batch(segment, batch))
         if written is None:
             return None
         seen, _, offset, index, end_offset, next_index, last_asqn, now = written
@@ -189,6 +174,20 @@ class SharedCommitMixin(RecoveryMixin):
             offset, index = offset + RECORD_HEADER_SIZE + len(ticket.payload), index + 1
         encoded.end = CommitState(seen + 1, end_offset, next_index, last_asqn, now, 0)
         return segment, seen, encoded
+
+    def _compiled_batch(
+        self, segment: OpenSegment, batch: list[Ticket]
+    ) -> tuple[SharedTarget, int, int | None, bool, list[tuple[bytes, int]], int]:
+        """What the compiled batch of 6.8 takes, alone or in a round of the commit table: the target, the segment's
+        capacity, the size limit, whether the segment is preallocated, the payloads and asqns, the clock's reading."""
+        return (
+            self._compiled_target(segment),
+            segment.header.capacity,
+            self.max_segment_bytes,
+            segment.header.preallocated,
+            [(ticket.payload, ticket.asqn) for ticket in batch],
+            self._clock_us(),
+        )
 
     def _compiled_target(self, segment: OpenSegment) -> SharedTarget:
         """The compiled batch's ``SharedTarget`` for ``segment`` and the lock, made once for each of them."""
