@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use crate::shared::{publish, write_batch, Batch, Direct, Payloads, TailEnd, Target, Written, PUBLISH_IN_PYTHON};
+use crate::shared::{
+    ofd_lock, publish, write_batch, Batch, Direct, Payloads, TailEnd, Target, Written, PUBLISH_IN_PYTHON,
+};
 use crate::RECORD_HEADER_SIZE;
 
 const ENTRIES: usize = 16;
@@ -59,7 +61,7 @@ struct Plan {
 #[derive(Clone, Copy, Default)]
 struct Head {
     items: u32,
-    bytes: u32,
+    reserved: u32,
 }
 
 #[repr(C)]
@@ -142,24 +144,9 @@ pub(crate) struct CommitTable {
     failpoint: Failpoint,
 }
 
-/// An open file description lock on `byte` of `file`: taken (`F_OFD_SETLK`, `F_OFD_SETLKW`), or, with
-/// `F_OFD_GETLK`, whether another description holds it.
+/// `shared::ofd_lock` on a byte of the table file.
 fn byte_lock(file: &File, byte: usize, kind: libc::c_int, command: libc::c_int) -> bool {
-    // SAFETY: an all-zero flock is a valid value of this plain C struct.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = kind as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = libc::off_t::try_from(byte).unwrap_or(libc::off_t::MAX);
-    lock.l_len = 1;
-    loop {
-        // SAFETY: fcntl on a descriptor the caller owns, with a flock it owns.
-        if unsafe { libc::fcntl(file.as_raw_fd(), command, &raw mut lock) } == 0 {
-            return command != libc::F_OFD_GETLK || lock.l_type != libc::F_UNLCK as libc::c_short;
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return false;
-        }
-    }
+    ofd_lock(file.as_raw_fd(), byte, kind, command)
 }
 
 fn futex(word: &AtomicU32, op: libc::c_int, value: u32) {
@@ -476,10 +463,10 @@ impl CommitTable {
             body.copy_from_slice(payload);
             at = end;
         }
-        let (Ok(items), Ok(bytes)) = (u32::try_from(payloads.len()), u32::try_from(at)) else {
+        let Ok(items) = u32::try_from(payloads.len()) else {
             return Ok((ALONE, Default::default()));
         };
-        *head = Head { items, bytes };
+        *head = Head { items, reserved: 0 };
         mine.state.store(PENDING, Ordering::Release);
         let batch = Batch {
             now_us,

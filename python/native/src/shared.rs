@@ -201,33 +201,44 @@ impl<'a> Direct<'a> {
         Self { target, segment }
     }
 
-    fn fcntl_lock(&self, kind: libc::c_short) -> PyResult<()> {
-        // SAFETY: an all-zero flock is a valid value of this plain C struct.
-        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-        lock.l_type = kind;
-        lock.l_whence = libc::SEEK_SET as libc::c_short;
-        lock.l_start = 0;
-        lock.l_len = 1; // byte 0 alone: the append lock (spec 9)
-        loop {
-            // SAFETY: a plain system call on the writer's LOCK descriptor with a flock it owns.
-            if unsafe { libc::fcntl(self.target.lock_fd, libc::F_OFD_SETLKW, &raw const lock) } == 0 {
-                return Ok(());
-            }
-            let error = std::io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::EINTR) {
-                return Err(error.into());
-            }
+    fn fcntl_lock(&self, kind: libc::c_int) -> PyResult<()> {
+        // Byte 0 alone: the append lock (spec 9).
+        if ofd_lock(self.target.lock_fd, 0, kind, libc::F_OFD_SETLKW) {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error().into())
+        }
+    }
+}
+
+/// An open file description lock of `kind` on byte `byte` of descriptor `fd` by `command`: `F_OFD_SETLK` or
+/// `F_OFD_SETLKW`, whether it was taken (or released); `F_OFD_GETLK`, whether another description holds it.
+/// Interrupted calls are made again; on false, `errno` says why.
+pub(crate) fn ofd_lock(fd: i32, byte: usize, kind: libc::c_int, command: libc::c_int) -> bool {
+    // SAFETY: an all-zero flock is a valid value of this plain C struct.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = libc::off_t::try_from(byte).unwrap_or(libc::off_t::MAX);
+    lock.l_len = 1;
+    loop {
+        // SAFETY: a plain system call on the caller's descriptor with a flock it owns.
+        if unsafe { libc::fcntl(fd, command, &raw mut lock) } == 0 {
+            return command != libc::F_OFD_GETLK || lock.l_type != libc::F_UNLCK as libc::c_short;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
         }
     }
 }
 
 impl Ops for Direct<'_> {
     fn lock_append(&self) -> PyResult<()> {
-        self.fcntl_lock(libc::F_WRLCK as libc::c_short)
+        self.fcntl_lock(libc::F_WRLCK)
     }
 
     fn unlock_append(&self) -> PyResult<()> {
-        self.fcntl_lock(libc::F_UNLCK as libc::c_short)
+        self.fcntl_lock(libc::F_UNLCK)
     }
 
     fn names_lock(&self) -> PyResult<bool> {
