@@ -40,6 +40,16 @@ def _start(directory: Path, tag: str, count: int, failpoint: str | None = None) 
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
 
 
+def _output(process: subprocess.Popen[str]) -> str:
+    """What a writer process printed by its end; a process still waiting after a minute fails the test."""
+    try:
+        return process.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError("a writer process waited a minute for a round (one whose process had died?)") from None
+
+
 def _committed(directory: Path) -> Places:
     """Every committed record by payload: where it is (log, offset, index), and its timestamp."""
     found: Places = collections.defaultdict(list)
@@ -66,7 +76,7 @@ class _Survivor:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._writer = Writer(directory)
-        self._thread = threading.Thread(target=self._append)
+        self._thread = threading.Thread(target=self._append, daemon=True)
         self._thread.start()
 
     def _append(self) -> None:
@@ -83,7 +93,9 @@ class _Survivor:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
+        self._thread.join(timeout=60)
+        # A round that died still marks the token taken in the table (a hint): the others must take it anyway.
+        assert not self._thread.is_alive(), "an append waited for a round that had died"
         self._writer.close()
 
 
@@ -91,7 +103,7 @@ class _Survivor:
 def test_the_batches_of_several_processes_are_committed_together_each_ref_naming_its_record(log_dir: Path) -> None:
     Writer(log_dir).close()
     writers = [_start(log_dir, f"p{n}", 300) for n in range(4)]
-    lines = [line.split() for writer in writers for line in writer.communicate()[0].splitlines()]
+    lines = [line.split() for writer in writers for line in _output(writer).splitlines()]
     assert all(writer.returncode == 0 for writer in writers)
     acknowledged = {payload: (int(log), int(offset), int(index)) for _, log, offset, index, payload in lines}
     assert len(acknowledged) == 1200
@@ -116,7 +128,7 @@ def test_a_round_that_dies_loses_and_repeats_nothing_of_the_batches_it_claimed(l
     try:
         while watcher.counters()[1] < 2 and time.monotonic() < deadline:
             victim = _start(log_dir, f"v{deaths}", 0, failpoint)
-            victim.communicate()
+            _output(victim)
             assert victim.returncode == 9  # it led a round, and died in it
             deaths += 1
     finally:
@@ -135,7 +147,7 @@ def test_a_round_whose_sync_fails_fails_its_writer_and_no_batch_it_took(log_dir:
     try:
         for attempt in range(20):
             victim = _start(log_dir, f"v{attempt}", 100, "sync-fails")
-            reports += [line for line in victim.communicate()[0].splitlines() if not line.startswith("ACK ")]
+            reports += [line for line in _output(victim).splitlines() if not line.startswith("ACK ")]
     finally:
         survivor.stop()
     assert len(reports) == 20  # 6.6: the writer of each round whose sync failed fails

@@ -32,6 +32,10 @@ const ITEM_HEAD: usize = 12;
 const GATHER: Duration = Duration::from_micros(100);
 /// How long a waiting writer sleeps before it looks again: a round may have died.
 const WAIT_NS: i64 = 2_000_000;
+/// Rounds at most this long are waited for by polling, for up to twice the last round's time, before
+/// sleeping: waking a writer that sleeps costs tens of microseconds on virtual machines, a good part of a
+/// round, while a longer round makes that cost small beside it.
+const POLLED_ROUND: Duration = Duration::from_micros(500);
 
 const IDLE: u32 = 0;
 const PENDING: u32 = 1;
@@ -114,7 +118,13 @@ struct Table {
     rounds: AtomicU64,
     /// Entries of live writers claimed by rounds that died, failed by the rounds after them.
     orphans: AtomicU64,
-    spare: [u64; 5],
+    /// Set by a round while it holds the token, so that waiting writers do not try to take it meanwhile: a hint,
+    /// which a writer ignores once it has slept without seeing a round end (the round's process may have died).
+    leading: AtomicU32,
+    reserved_2: u32,
+    /// How long the last round took, in nanoseconds: how long waiting writers poll.
+    round_ns: AtomicU64,
+    spare: [u64; 3],
     entries: [Entry; ENTRIES],
 }
 
@@ -311,6 +321,8 @@ impl CommitTable {
         }
         self.fail_at(Failpoint::DieAfterPublish);
         let state = [end_offset, next_index, last_asqn as u64, now as u64];
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        table.round_ns.store(took, Ordering::Relaxed);
         for at in &claimed {
             let Some(entry) = entry(*at) else { continue };
             // SAFETY: claimed by this round until DONE hands it back to its owner.
@@ -474,8 +486,17 @@ impl CommitTable {
             size_limit,
             zero_probe,
         };
+        let last_round = Duration::from_nanos(table.round_ns.load(Ordering::Relaxed));
+        let poll = if last_round <= POLLED_ROUND {
+            last_round.saturating_mul(2)
+        } else {
+            Duration::ZERO
+        };
+        let entered = Instant::now();
+        let mut slept_through = false; // slept a whole wait without a round ending
         py.detach(|| loop {
             let seq = table.seq.load(Ordering::Acquire);
+            let may_lead = slept_through || table.leading.load(Ordering::Acquire) == 0;
             match mine.state.load(Ordering::Acquire) {
                 state @ (DONE | DECLINED | FAILED) => {
                     // SAFETY: these states hand the entry back to its owner.
@@ -503,7 +524,8 @@ impl CommitTable {
                         ),
                     });
                 }
-                PENDING | CLAIMED if byte_lock(&self.file, 0, libc::F_WRLCK, libc::F_OFD_SETLK) => {
+                PENDING | CLAIMED if may_lead && byte_lock(&self.file, 0, libc::F_WRLCK, libc::F_OFD_SETLK) => {
+                    table.leading.store(1, Ordering::Release);
                     // Holding the token, a claimed entry is a dead round's: the round looks at it.
                     let state = mine.state.load(Ordering::Acquire);
                     let led = if state == PENDING || state == CLAIMED {
@@ -511,6 +533,7 @@ impl CommitTable {
                     } else {
                         Ok(())
                     };
+                    table.leading.store(0, Ordering::Release);
                     byte_lock(&self.file, 0, libc::F_UNLCK, libc::F_OFD_SETLK);
                     table.seq.fetch_add(1, Ordering::AcqRel);
                     futex(&table.seq, libc::FUTEX_WAKE, i32::MAX as u32);
@@ -521,7 +544,11 @@ impl CommitTable {
                         return Err(error);
                     }
                 }
-                _ => futex(&table.seq, libc::FUTEX_WAIT, seq),
+                _ if entered.elapsed() < poll => std::thread::yield_now(),
+                _ => {
+                    futex(&table.seq, libc::FUTEX_WAIT, seq);
+                    slept_through = table.seq.load(Ordering::Acquire) == seq;
+                }
             }
         })
     }
