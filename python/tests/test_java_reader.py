@@ -268,11 +268,11 @@ def test_a_zstd_archive_cut_inside_a_frame_after_a_whole_one_is_a_bad_header(jav
         assert_same(ask(java, {"path": str(directory)}), expected)
 
 
-def cut_archive_log(directory: Path, codec: str, record_bytes: int, kept: float) -> None:
-    """A log of three segments of about 4 MB, the first two compressed in ``codec`` by the reference's compression,
-    the second's archive then cut after ``kept`` of its bytes: beyond the first pieces a reader unpacks."""
+def cut_archive_log(directory: Path, codec: str, record_bytes: int, kept: float, segments: int = 3) -> None:
+    """A log of ``segments`` segments of about 4 MB, the first two compressed in ``codec`` by the reference's
+    compression, the second's archive then cut after ``kept`` of its bytes: beyond the first pieces a reader unpacks."""
     with Writer(directory, max_segment_bytes=4_000_000, durability="os") as writer:
-        for number in range(12_000_000 // (record_bytes + 40)):
+        for number in range(segments * 4_000_000 // (record_bytes + 40)):
             writer.append((number.to_bytes(4, "big") * (record_bytes // 4 + 1))[:record_bytes])
     for number in (1, 2):
         compress(directory / f"{number:08d}.dat", codec)

@@ -8,8 +8,10 @@ index, bytes skipped, resume index); FAILFAST fails with the strict reader's cla
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import re
+import shutil
 from functools import partial
 from pathlib import Path
 
@@ -296,6 +298,46 @@ def test_an_archive_cut_after_planning_ends_the_walk_as_in_a_fresh_read(
     fresh = spark.read.format(FORMAT).options(maxPartitionBytes="1m", openCostInBytes="1").load(str(log))
     assert rows == _rows(fresh)
     assert collected(fresh) == expected(log, "PERMISSIVE")
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_an_archive_cut_after_planning_with_the_segment_after_it_removed_is_bad_header_not_a_missing_segment(
+    spark: SparkSession, tmp_path: Path, codec: str
+) -> None:
+    """Segment 2's archive cut once the read was planned, and segment 3 removed: the walk ends in segment 2 (R-43), so
+    segment 3 is a file it no longer needs. The part of segment 3, and that of segment 2, which looks for the next
+    segment the plan reads, checked only segment 2's header, which passes: the query failed with FILE_NOT_EXIST
+    naming segment 3, and with ignoreMissingFiles segment 3's part reported a broken chain. Now, with the option or
+    without, the rows are a fresh read's and the reference's (segment 2's bad_header at offset 0 ends the walk), and
+    FAILFAST fails with that bad_header."""
+    damaged = rf"BinlogException: bad_header in \S*00000002\.dat\.{codec} log=2 offset=0:"
+    template = tmp_path / "template"
+    cut_archive_log(template, codec, 1400, 1.0, segments=4)
+    for mode, ignore, split_bytes in itertools.product(["PERMISSIVE", "FAILFAST"], [False, True], ["1m", "64m"]):
+        case = f"{mode} ignoreMissingFiles={ignore} maxPartitionBytes={split_bytes}"
+        log = tmp_path / f"{mode}-{ignore}-{split_bytes}"
+        shutil.copytree(template, log)
+        archive = log / f"00000002.dat.{codec}"
+        packed = archive.read_bytes()
+
+        def change(log: Path = log, archive: Path = archive, packed: bytes = packed) -> None:
+            archive.write_bytes(packed[: len(packed) * 7 // 10])
+            (log / "00000003.dat").unlink()
+
+        options = {"mode": mode, "ignoreMissingFiles": str(ignore).lower(), "maxPartitionBytes": split_bytes}
+        frame = spark.read.format(FORMAT).options(**options, openCostInBytes="1").load(str(log))
+        if mode == "FAILFAST":
+            with pytest.raises(Exception, match=damaged):
+                _after_planning(frame, change)
+            assert expected(log, mode) == ("bad_header", 2, 0), case
+            continue
+        rows = _after_planning(frame, change)
+        fresh = spark.read.format(FORMAT).options(**options, openCostInBytes="1").load(str(log))
+        assert rows == _rows(fresh), case
+        wanted = expected(log, mode)
+        assert ("bad_header", 2, 0, None, 0, None) in wanted[1], case
+        assert collected(fresh) == wanted, case
 
 
 def test_small_segments_are_packed_into_tasks_as_spark_packs_files(spark: SparkSession, tmp_path: Path) -> None:
