@@ -425,19 +425,30 @@ def test_splits_of_any_size_return_the_same_rows(spark: SparkSession, tmp_path: 
     assert collected(frame) == reference(log)
 
 
-def test_a_task_lists_a_local_log_directory_once_for_all_its_pieces(spark: SparkSession, tmp_path: Path) -> None:
-    """Each piece of a task listed the log directory again, the largest cost of a piece of a small segment: one task
-    reading every segment of a log of many small ones made a listing per segment. Now its pieces start from the
-    task's listing (the binlogListings metric counts the listings made); the rows are the reference's still."""
-    log = _log(tmp_path / "log", 600, segment_bytes=8_000)
-    segments = len(list(log.glob("*.dat")))
-    assert segments >= 10
-    query = spark.read.format(FORMAT).option("maxPartitionNum", "1").load(str(log)).select("log", "offset")
+def many_small_segments(directory: Path) -> Path:
+    """A log of at least ten small segments."""
+    log = _log(directory, 600, segment_bytes=8_000)
+    assert len(list(log.glob("*.dat"))) >= 10
+    return log
+
+
+def assert_one_listing_in_one_task(spark: SparkSession, log: Path, path: str) -> None:
+    """One task reads every segment of ``log``, at ``path``, listing its directory once (the binlogListings metric
+    counts the listings made), and returns the reference's rows."""
+    query = spark.read.format(FORMAT).option("maxPartitionNum", "1").load(path).select("log", "offset")
     rows = sorted((row[0], row[1]) for row in query.collect())
     plan = query._jdf.queryExecution().executedPlan()
     assert "Tasks: 1," in plan.toString()
     assert int(plan.collectLeaves().apply(0).metrics().apply("binlogListings").value()) == 1
     assert rows == [(record[0], record[1]) for record in reference(log)[0]]
+
+
+def test_a_task_lists_a_local_log_directory_once_for_all_its_pieces(spark: SparkSession, tmp_path: Path) -> None:
+    """Each piece of a task listed the log directory again, the largest cost of a piece of a small segment: one task
+    reading every segment of a log of many small ones made a listing per segment. Now its pieces start from the
+    task's listing; the rows are the reference's still. test_jvm_s3 holds S3 to the same."""
+    log = many_small_segments(tmp_path / "log")
+    assert_one_listing_in_one_task(spark, log, str(log))
 
 
 def test_a_filter_on_log_is_pushed_shown_and_prunes_segments(spark: SparkSession, tmp_path: Path) -> None:
