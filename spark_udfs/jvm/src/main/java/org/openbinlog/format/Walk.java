@@ -678,10 +678,11 @@ final class Walk {
      * {@code log} ({@link #reached}, which reads its header), and a compressed {@code log} unpacks up to its commit
      * point (R-43). One whose file is unchanged since the plan checked it is not unpacked again: PLAN unpacked it,
      * and ends at one that fails; one changed since is unpacked whole to know. So a segment above an archive that
-     * fails now is not one the walk needs: missing, it is neither a missing file nor a broken chain.
+     * fails now is not one the walk needs: missing, it is neither a missing file nor a broken chain. A segment the
+     * listing does not show (below the lowest, say) is passed.
      */
     boolean passes(int log) throws java.io.IOException {
-        return reached(log, false) && (view.unchanged(log) || unpacks(log));
+        return reached(log, false) && (!view.present(log) || view.unchanged(log) || unpacks(log));
     }
 
     /**
