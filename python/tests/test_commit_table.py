@@ -100,11 +100,12 @@ class _Survivor:
 
 
 @pytest.mark.spec("W-46")
-def test_the_batches_of_several_processes_are_committed_together_each_ref_naming_its_record(log_dir: Path) -> None:
+def test_the_batches_of_several_processes_are_committed_together_each_published_before_its_ref(log_dir: Path) -> None:
     Writer(log_dir).close()
     writers = [_start(log_dir, f"p{n}", 300) for n in range(4)]
     lines = [line.split() for writer in writers for line in _output(writer).splitlines()]
     assert all(writer.returncode == 0 for writer in writers)
+    assert [line for line in lines if line[0] != "ACK"] == []  # no record acknowledged before its publication
     acknowledged = {payload: (int(log), int(offset), int(index)) for _, log, offset, index, payload in lines}
     assert len(acknowledged) == 1200
     committed = _each_once_where_acknowledged(log_dir, acknowledged)
