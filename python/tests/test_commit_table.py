@@ -155,3 +155,29 @@ def test_a_round_whose_sync_fails_fails_its_writer_and_no_batch_it_took(log_dir:
     assert all(report.startswith(f"ERR v{n}-") and report.endswith(" io_error") for n, report in enumerate(reports))
     assert survivor.errors == []
     _each_once_where_acknowledged(log_dir, survivor.acknowledged)
+
+
+def _table_of(directory: Path) -> str:
+    """The commit table's name for the log at ``directory`` (spec 6.9: after its ``LOCK``)."""
+    found = os.stat(directory / "LOCK")
+    seconds, nanoseconds = divmod(found.st_ctime_ns, 1_000_000_000)
+    return f"/dev/shm/openbinlog-{found.st_dev}-{found.st_ino}-{seconds}.{nanoseconds}"
+
+
+def test_a_table_left_by_killed_writers_is_removed_by_the_next_writer_and_a_used_one_kept(tmp_path: Path) -> None:
+    killed, used, other = tmp_path / "killed", tmp_path / "used", tmp_path / "other"
+    for directory in (killed, used, other):
+        Writer(directory).close()
+    child = _start(killed, "k", 0)
+    assert child.stdout is not None
+    assert child.stdout.readline().startswith("ACK ")  # its table exists, and it holds an entry
+    child.kill()
+    child.communicate()
+    assert os.path.exists(_table_of(killed))  # a killed writer cannot remove the name
+    with Writer(used) as keeping:
+        keeping.append(b"held")
+        with Writer(other) as writer:
+            writer.append(b"swept")  # its first batch opens the table of its log, and looks at the others
+        assert not os.path.exists(_table_of(killed))
+        assert os.path.exists(_table_of(used))  # a writer of that log still holds an entry
+        keeping.append(b"still")
