@@ -286,7 +286,8 @@ def _segment_end(head: bytes) -> int:
 
 
 class CompressedSegment:
-    """The unpacked bytes of a compressed segment: random reads, unpacked on demand (a ``walk.Source``).
+    """The unpacked bytes of a compressed segment: random reads (a ``walk.Source``), the header unpacked alone, the
+    rest up to the segment's end at the first read beyond the header (R-43).
 
     ``raw`` is the open archive, which the segment owns and closes; ``path`` names it in errors. Without
     ``keep``, the bytes are unpacked in the same pieces and counted, and only the header is kept: ``size``

@@ -415,7 +415,7 @@ def test_names_of_other_digits_or_with_a_trailing_newline_are_not_segments(log_d
     assert verify(log_dir).ok
 
 
-# -- 4. compressed segments: unpacked as far as the walk reads, disk failures are io_error -------------------------
+# -- 4. compressed segments: unpacked to the segment's end and no further, disk failures are io_error -------------
 
 
 @pytest.mark.spec("R-43")

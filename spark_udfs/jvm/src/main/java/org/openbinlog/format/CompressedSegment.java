@@ -62,7 +62,7 @@ final class CompressedSegment {
         this.live = live;
     }
 
-    /** A positioned read of the unpacked bytes: the number read, -1 where the segment (as far as it is read) ends. */
+    /** A positioned read of the unpacked bytes: the number read, -1 where the segment (as far as it unpacks) ends. */
     int read(long pos, byte[] b, int off, int len) throws BinlogException {
         unpackTo(len > MAX_OFFSET - pos ? MAX_OFFSET : pos + len);
         int n = (int) Math.min(len, unpacked - pos);
@@ -79,7 +79,7 @@ final class CompressedSegment {
         return unpacked;
     }
 
-    /** {@code min(size(), n)}, unpacking only as far as {@code n}. */
+    /** {@code min(size(), n)}, unpacking only the header for an {@code n} within it, else up to the end. */
     long sizeUpTo(long n) throws BinlogException {
         unpackTo(n);
         return Math.min(unpacked, n);
