@@ -1193,6 +1193,34 @@ def _compressed_unpacked_whole() -> None:
 
 
 @mutant(
+    "compressed_records_before_archive_failure",
+    "2.6 R-43",
+    "an archive is checked up to the segment's end before its first record: one that fails returns none of them",
+    "unpacked as far as the walk reads: the records of the pieces before the failure, then bad_header",
+    pinned_by=(
+        "may.reader.compressed.gzip_fails_in_third_mebibyte",
+        "may.reader.compressed.gzip_cut_in_third_mebibyte",
+        "may.reader.compressed.zstd_fails_in_third_mebibyte",
+        "may.reader.compressed.zstd_cut_in_third_mebibyte",
+        "may.reader.compressed.gzip_fails_in_ninth_mebibyte",
+        "may.reader.compressed.gzip_fails_in_third_mebibyte_tolerant",
+        "may.reader.compressed.zstd_fails_in_third_mebibyte_after_ref",
+    ),
+)
+def _compressed_records_before_archive_failure() -> None:
+    def _unpack_to(self, target):
+        if self._failed is not None:
+            raise self._failed
+        try:
+            self._unpack(target)  # as far as the read reaches, a piece at a time
+        except BinlogError as exc:
+            self._failed = exc
+            raise
+
+    compressed.CompressedSegment._unpack_to = _unpack_to
+
+
+@mutant(
     "torn_sealed_last_not_torn",
     "conformance 3.1 torn / 8.3",
     "non-zero bytes beyond a sealed last segment's C are torn",

@@ -127,7 +127,8 @@ class SegmentFile:
         self.compressed = path.endswith(COMPRESSED_SUFFIXES)
         self.fd = open_regular(path)
         if self.compressed:
-            # Unpacked as far as the walk reads, never beyond the segment's end (openbinlog.compressed).
+            # The header alone, then up to the segment's end before its first record, never beyond it
+            # (openbinlog.compressed, R-43).
             raw = open(self.fd, "rb", closefd=False)  # noqa: SIM115 - the CompressedSegment closes it
             self._unpacked = CompressedSegment(raw, path.rsplit(".", 1)[1], path=path)
 

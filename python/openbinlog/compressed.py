@@ -4,25 +4,32 @@
 its adapters: the reference reader and the Spark source both read a
 compressed segment through it, as a ``walk.Source``.
 
-What unpacking costs is bounded by what the walk reads, never by what an
-archive or a header claims:
+What unpacking costs is bounded by what the segment's header states, never by
+what an archive claims:
 
 - bytes are unpacked into an anonymous temporary file (random access for
-  the walk, no memory), and only as far as the reads reach;
+  the walk, no memory);
 - never beyond the segment's end as its header states it: a compressed
   segment is sealed (spec 2.6), so its end is its commit point (a version 1
   segment's, its last element position); a header that fails its checks
   ends the unpacking right after it (the walk reports that header and reads
   nothing else). A small archive of gigabytes of zeros (a preallocated
-  segment, or a decompression bomb) therefore costs the committed bytes a
-  reader walks, as the plain file would;
-- ``max_unpacked``, when given, refuses to unpack more than that many bytes
-  (``cap_name`` says where the caller's users set it).
+  segment, or a decompression bomb) therefore costs the committed bytes, as
+  the plain file would;
+- ``max_unpacked``, when given, refuses a segment whose end lies beyond that
+  many bytes (``cap_name`` says where the caller's users set it).
 
-A stream that cannot be decoded, or that unpacks beyond ``max_unpacked``, is
-``bad_header`` (``UnpackError``) at offset 0 (spec R-43), wherever the bytes
-it fails to give lie; a failed read of the archive or
-write of the temporary file (a full disk, a file size limit) is ``io_error``.
+Reads of the header (the first ``HEADER_SIZE + 1`` bytes, what the blank
+check and the header checks read) unpack no more than that. The first read
+beyond it unpacks the segment to its end before it returns (R-43): an archive
+that fails anywhere before the segment's end therefore fails before the walk
+has seen any record of it, whatever sizes the walk reads in, and the walk
+returns none of the segment's records.
+
+A stream that cannot be decoded, or a segment beyond ``max_unpacked``, is
+``bad_header`` (``UnpackError``) at offset 0 (spec R-43); a failed read of the
+archive or write of the temporary file (a full disk, a file size limit) is
+``io_error``.
 """
 
 from __future__ import annotations
@@ -279,7 +286,8 @@ def _segment_end(head: bytes) -> int:
 
 
 class CompressedSegment:
-    """The unpacked bytes of a compressed segment: random reads, unpacked on demand (a ``walk.Source``).
+    """The unpacked bytes of a compressed segment: random reads (a ``walk.Source``), the header unpacked alone, the
+    rest up to the segment's end at the first read beyond the header (R-43).
 
     ``raw`` is the open archive, which the segment owns and closes; ``path`` names it in errors. Without
     ``keep``, the bytes are unpacked in the same pieces and counted, and only the header is kept: ``size``
@@ -313,11 +321,13 @@ class CompressedSegment:
         self._head = b""  # without ``keep``: the header, all that is kept
         self._unpacked = 0  # bytes in the spill (without ``keep``: bytes unpacked)
         self._end: int | None = None  # where unpacking stops: known once the header is unpacked
+        self._stated_end = 0  # the end the header states, to be held against max_unpacked
         self._exhausted = False  # the stream gave its last byte
         self._failed: BinlogError | None = None
 
     def read_at(self, offset: int, size: int) -> bytes:
-        """Up to ``size`` bytes from ``offset``; fewer where the segment (as far as it is read) ends."""
+        """Up to ``size`` bytes from ``offset``; fewer where the segment ends. A read beyond the header unpacks the
+        segment to its end first (R-43)."""
         if size <= 0 or offset < 0:
             return b""
         self._unpack_to(min(offset + size, MAX_FILE_OFFSET))
@@ -348,7 +358,7 @@ class CompressedSegment:
         if self._end is None:
             if self._unpacked < HEADER_SIZE and not self._exhausted:
                 return HEADER_SIZE
-            end = _segment_end(self._spilled(0, HEADER_SIZE))
+            self._stated_end = end = _segment_end(self._spilled(0, HEADER_SIZE))
             self._end = end if self.max_unpacked is None else min(end, self.max_unpacked + 1)
         return self._end
 
@@ -367,27 +377,45 @@ class CompressedSegment:
             ) from exc
 
     def _unpack_to(self, target: int) -> None:
-        """Unpack until ``target`` bytes are in the spill, the stream ends, or the limit is reached."""
+        """Unpack until ``target`` bytes are in the spill, the stream ends, or the limit is reached.
+
+        A target beyond the header (``HEADER_SIZE + 1`` bytes, as far as the blank check reads) is the segment's
+        end: the whole archive up to it is checked before any byte beyond the header is returned (R-43), so where
+        it fails never depends on the sizes reads ask for.
+        """
         if self._failed is not None:
             raise self._failed  # the stream and the spill are out of step: nothing more can be read
         if self._stream is None:
             raise BinlogIOError("read of a closed compressed segment", path=self.path)
         try:
-            while not self._exhausted and self._unpacked < min(target, self._limit()):
-                piece = self._next_piece(min(_PIECE, self._limit() - self._unpacked))
-                if not piece:
-                    self._exhausted = True
-                    break
-                self._keep(piece)
+            if target > HEADER_SIZE + 1:
+                self._unpack(HEADER_SIZE)
+                self._limit()  # the end the header states
+                if self.max_unpacked is not None and self._stated_end > self.max_unpacked:
+                    raise self._capped()  # decided by the header, before anything is unpacked for nothing
+                target = MAX_FILE_OFFSET
+            self._unpack(target)
             if self.max_unpacked is not None and min(target, self._unpacked) > self.max_unpacked:
-                raise UnpackError(
-                    f"unpacks to more than {self.max_unpacked} bytes, the most this reader unpacks ({self.cap_name})",
-                    path=self.path,
-                    offset=0,
-                )
+                raise self._capped()
         except BinlogError as exc:
             self._failed = exc
             raise
+
+    def _unpack(self, target: int) -> None:
+        """Unpack, a piece at a time, until ``target`` bytes are in the spill, the stream ends or the limit."""
+        while not self._exhausted and self._unpacked < min(target, self._limit()):
+            piece = self._next_piece(min(_PIECE, self._limit() - self._unpacked))
+            if not piece:
+                self._exhausted = True
+                break
+            self._keep(piece)
+
+    def _capped(self) -> UnpackError:
+        return UnpackError(
+            f"unpacks to more than {self.max_unpacked} bytes, the most this reader unpacks ({self.cap_name})",
+            path=self.path,
+            offset=0,
+        )
 
     def _next_piece(self, size: int) -> bytes:
         assert self._stream is not None

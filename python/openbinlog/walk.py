@@ -57,6 +57,7 @@ from ._records import BATCH_ENTRIES, Entry, RecordDecoder, TailStop
 from ._ref import Ref
 from ._segment import CommitState, LegacyHeaderInfo, SegmentHeaderInfo, active_commit, decode_slot, parse_header
 from ._sparse_index import IndexEntryInfo, IndexInfo, decode_entry, entry_offset, last_before, parse_index_header
+from .compressed import UnpackError
 from .errors import (
     AmbiguousSplitError,
     AsqnNotIncreasingError,
@@ -1685,8 +1686,10 @@ class LogWalk:
                 )
             try:
                 entries = walk.next_batch()
-            except BinlogIOError:
-                raise  # a failed read is not a check the ref failed
+            except (BinlogIOError, UnpackError):
+                # A failed read is not a check the ref failed, nor is an archive that fails, which is checked
+                # before any record of its segment.
+                raise
             except BinlogError as exc:
                 raise InvalidRefError(
                     f"ref {ref} does not name a valid record: {exc.message}",

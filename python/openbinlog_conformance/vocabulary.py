@@ -11,7 +11,7 @@ from typing import Final
 
 # MAJOR.MINOR follow the format specification's version (2.1); PATCH counts
 # fixes to the suite itself. Cases carry `since` / `until` in spec versions.
-SUITE_VERSION: Final = "2.1.1"
+SUITE_VERSION: Final = "2.1.2"
 SPEC_VERSION: Final = "2.1"
 # The spec versions the suite has cases for, oldest first: a case's `since` is one of them.
 SPEC_VERSIONS: Final = ("2.0", "2.1")

@@ -376,3 +376,13 @@ header_damages = st.tuples(
     st.sampled_from(("PERMISSIVE", "DROPMALFORMED", "FAILFAST")),
     st.integers(min_value=1, max_value=6),
 )
+
+# An archive of a compressed segment that fails partway (test_compressed_failures.py, spec R-43): its codec, how it
+# fails (cut there; one byte changed there, which a deflate stream may decode to wrong bytes; a block that no decoder
+# accepts put there) and where, in thousandths of the archive; and the sizes a reader unpacks and reads in.
+archive_failures = st.tuples(
+    st.sampled_from(("gz", "zst")),
+    st.sampled_from(("cut", "flip", "bad_block")),
+    st.integers(min_value=1, max_value=999),
+)
+unpacking_sizes = st.lists(st.sampled_from((1 << 12, 1 << 16, 1 << 20, 1 << 22)), min_size=2, max_size=3, unique=True)

@@ -100,11 +100,12 @@ class _Survivor:
 
 
 @pytest.mark.spec("W-46")
-def test_the_batches_of_several_processes_are_committed_together_each_ref_naming_its_record(log_dir: Path) -> None:
+def test_the_batches_of_several_processes_are_committed_together_each_published_before_its_ref(log_dir: Path) -> None:
     Writer(log_dir).close()
     writers = [_start(log_dir, f"p{n}", 300) for n in range(4)]
     lines = [line.split() for writer in writers for line in _output(writer).splitlines()]
     assert all(writer.returncode == 0 for writer in writers)
+    assert [line for line in lines if line[0] != "ACK"] == []  # no record acknowledged before its publication
     acknowledged = {payload: (int(log), int(offset), int(index)) for _, log, offset, index, payload in lines}
     assert len(acknowledged) == 1200
     committed = _each_once_where_acknowledged(log_dir, acknowledged)
@@ -154,3 +155,29 @@ def test_a_round_whose_sync_fails_fails_its_writer_and_no_batch_it_took(log_dir:
     assert all(report.startswith(f"ERR v{n}-") and report.endswith(" io_error") for n, report in enumerate(reports))
     assert survivor.errors == []
     _each_once_where_acknowledged(log_dir, survivor.acknowledged)
+
+
+def _table_of(directory: Path) -> str:
+    """The commit table's name for the log at ``directory`` (spec 6.9: after its ``LOCK``)."""
+    found = os.stat(directory / "LOCK")
+    seconds, nanoseconds = divmod(found.st_ctime_ns, 1_000_000_000)
+    return f"/dev/shm/openbinlog-{found.st_dev}-{found.st_ino}-{seconds}.{nanoseconds}"
+
+
+def test_a_table_left_by_killed_writers_is_removed_by_the_next_writer_and_a_used_one_kept(tmp_path: Path) -> None:
+    killed, used, other = tmp_path / "killed", tmp_path / "used", tmp_path / "other"
+    for directory in (killed, used, other):
+        Writer(directory).close()
+    child = _start(killed, "k", 0)
+    assert child.stdout is not None
+    assert child.stdout.readline().startswith("ACK ")  # its table exists, and it holds an entry
+    child.kill()
+    child.communicate()
+    assert os.path.exists(_table_of(killed))  # a killed writer cannot remove the name
+    with Writer(used) as keeping:
+        keeping.append(b"held")
+        with Writer(other) as writer:
+            writer.append(b"swept")  # its first batch opens the table of its log, and looks at the others
+        assert not os.path.exists(_table_of(killed))
+        assert os.path.exists(_table_of(used))  # a writer of that log still holds an entry
+        keeping.append(b"still")

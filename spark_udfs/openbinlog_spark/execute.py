@@ -35,14 +35,14 @@ from pyspark.sql.types import StructType
 from openbinlog import Damage, errors
 from openbinlog._segment import SegmentHeaderInfo
 from openbinlog.errors import BadHeaderError, BinlogError
-from openbinlog.walk import READ_CHUNK, LogWalk, is_last, next_segment, read_header, segment_end
+from openbinlog.walk import LogWalk, is_last, next_segment, read_header, segment_end
 
 from .columns import BatchBuilder
 from .directory import PlannedDirectory
 from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
 from .plan import HEADER_READERS, HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
-from .storage import CompressedSource, CorruptFileError, MissingFileError, Stamp, Storage, is_local
+from .storage import CorruptFileError, MissingFileError, Stamp, Storage, is_local
 from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
 READS_LOG = logging.getLogger("openbinlog_spark.reads")
@@ -144,9 +144,9 @@ class ItemReader:
                 span,
                 path=opened.url,
                 tolerant=options.tolerant,
-                # A compressed segment is read as the reference's walk reads it, a mebibyte at a time from a record
-                # boundary: an archive that fails fails the same read, after the same records.
-                chunk_bytes=READ_CHUNK if isinstance(source, CompressedSource) else options.chunk_bytes,
+                # A compressed segment is unpacked to its end by its first read beyond the header: an archive
+                # that fails does so before any record of it is returned, whatever the chunk size.
+                chunk_bytes=options.chunk_bytes,
                 max_raw_bytes=options.max_corrupt_record_bytes,
                 successor_failure=None if successor is None else partial(self._failure, successor, listed),
             )

@@ -406,8 +406,8 @@ def plan_read(
 
 def check_archives(storage: Storage, logs: dict[str, dict[int, SegmentFacts]], options: ReadOptions) -> None:
     """Unpack each compressed version 2 segment below the last of its log to its end, as its walk will, keeping
-    nothing (R-43): an archive that fails beyond what the header check unpacked ends the walk there, after the
-    records before the failure (spec readers 10.4), so the segments after it, which other tasks read, must not be
+    nothing (R-43): an archive that fails beyond what the header check unpacked ends the walk there, before any
+    record of that segment (spec readers 10.4), so the segments after it, which other tasks read, must not be
     read at all. The one read of whole segments that planning makes; the last segment of a log is only read by
     its own range, after which nothing is read."""
 

@@ -3,8 +3,9 @@
 Local files are read with ``os.pread``; other URLs with fsspec range reads
 (``cat_file``), so a chunk is one request. Whole-file compressed segments
 (``NNNNNNNN.dat.gz``, ``NNNNNNNN.dat.zst``, spec 2.6) are unpacked by the
-reference reader's ``openbinlog.compressed``, as far as reads reach and never
-beyond the segment's end: planning unpacks little more than a header.
+reference reader's ``openbinlog.compressed``: a header alone, then, at the first
+read beyond it, up to the segment's end and never beyond (R-43): planning's
+header check unpacks little more than a header.
 
 Every source counts the bytes it reads (``bytes_read``: fetched from the
 store, or unpacked), which the executors log (``openbinlog_spark.reads``).

@@ -9,14 +9,16 @@ that reads compressed segments must then keep R-43, and a seek R-44.
 from __future__ import annotations
 
 import gzip
+import zlib
 
 import zstandard
 
 from openbinlog import Ref
 
 from .bases import several_segments_log
+from .builder import LogBuilder
 from .catalog import Catalog
-from .model import Fixture, accept, error, records, reject
+from .model import Fixture, accept, error, records, reject, tolerant
 from .mutations import Mutation
 
 REF_RULES = ["R-28", "R-29", "R-30"]
@@ -29,6 +31,7 @@ def add(cat: Catalog) -> None:
     _resume_at(cat)
     _seeks(cat)
     _compressed(cat)
+    _archives_failing_partway(cat)
     _successor_damage_in_splits(cat)
 
 
@@ -251,6 +254,144 @@ def _compressed(cat: Catalog) -> None:
         "a gzip copy of segment 1 with zeros beyond its commit point and a damaged stream trailer: read whole",
         {"00000001.dat": None, "00000001.dat.gz": trailer_damaged},
         accept(records(facts)),
+    )
+    # The same for Zstandard: 4 KiB of zeros beyond the commit point, then a frame that no decoder accepts. The
+    # archive is checked up to the commit point before the first record (R-43), never beyond it.
+    compressed(
+        "zstd_fails_beyond_commit_point",
+        "a Zstandard copy of segment 1 with zeros beyond its commit point, then a frame whose block has the reserved"
+        " type: read whole",
+        {"00000001.dat": None, "00000001.dat.zst": _zstd_failing_at(plain + bytes(4096), len(plain) + 4096)},
+        accept(records(facts)),
+    )
+
+
+MIB = 1 << 20
+
+
+def _megabytes_log() -> LogBuilder:
+    """Segment 1 sealed, of 1200 compressible records of 8000 bytes (about 9.6 MB, so that an archive of it can fail
+    in its third or ninth mebibyte and stay small), and segment 2, open, of one record."""
+    log = LogBuilder()
+    for first in range(0, 1200, 50):
+        log.batch(*(bytes([(first + n) % 251]) * 8000 for n in range(50)))
+    log.cutover()
+    log.batch(b"after")
+    return log
+
+
+def _gzip_failing_at(plain: bytes, at: int) -> bytes:
+    """A gzip member of ``plain[:at]``, flushed to a byte boundary, then a deflate block of the reserved type 3, which
+    every inflater refuses (RFC 1951 3.2.3): the stream fails once it has given ``at`` bytes."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return packer.compress(plain[:at]) + packer.flush(zlib.Z_SYNC_FLUSH) + b"\x07" + bytes(16)
+
+
+def _gzip_cut_after(plain: bytes, at: int) -> bytes:
+    """A gzip member of all of ``plain``, cut 256 bytes after the point where it has given ``plain[:at]``."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = packer.compress(plain[:at]) + packer.flush(zlib.Z_FULL_FLUSH)
+    rest = packer.compress(plain[at:]) + packer.flush()
+    return head + rest[:256]
+
+
+def _zstd_failing_at(plain: bytes, at: int) -> bytes:
+    """A Zstandard frame of ``plain[:at]``, then a frame whose first block has the reserved block type 3, which
+    every decoder refuses (RFC 8878 3.1.1.2.2): the stream fails once it has given ``at`` bytes."""
+    frame = b"\x28\xb5\x2f\xfd\x00\x58"  # magic; no content size, no checksum; a window of 2 MiB
+    block = ((16 << 3) | (3 << 1) | 1).to_bytes(3, "little") + bytes(16)
+    return zstandard.ZstdCompressor(level=3).compress(plain[:at]) + frame + block
+
+
+def _zstd_cut_after(plain: bytes, at: int) -> bytes:
+    """Two Zstandard frames, of ``plain[:at]`` and of the rest, the second cut after 256 bytes."""
+    packer = zstandard.ZstdCompressor(level=3)
+    rest = packer.compress(plain[at:])
+    return packer.compress(plain[:at]) + rest[:256]
+
+
+def _archives_failing_partway(cat: Catalog) -> None:
+    """R-43: an archive that fails before the segment's end is bad_header at offset 0, with none of the segment's
+    records before it, wherever it fails. A reader that unpacks as far as it walks, in pieces of any size, returns
+    the records of the pieces before the failing one and fails these cases; the failure lies in the first 64 KiB
+    (beyond reads of a few KiB), in the third mebibyte (beyond pieces of 1 MiB and 2 MiB) or in the ninth (beyond
+    pieces of 4 MiB and 8 MiB)."""
+    log = _megabytes_log()
+    facts = log.published()
+    files = log.files()
+    plain = files["00000001.dat"]
+    first = facts[0]
+    failed = reject([], error("bad_header", 1, 0))
+
+    others = {name: data for name, data in files.items() if name != "00000001.dat"}
+
+    def case(id: str, description: str, name: str, archive: bytes) -> None:
+        fixture = cat.fixture(id, description, {**others, name: archive}, requirements=COMPRESSED_RULES)
+        cat.read(f"may.reader.compressed.{id}", fixture, failed, COMPRESSED_RULES, requires=["compressed"])
+
+    third = 5 * MIB // 2
+    case(
+        "gzip_fails_in_third_mebibyte",
+        "segment 1 (9.6 MB) as 00000001.dat.gz whose deflate stream has a block of the reserved type after 2.5 MiB:"
+        " bad_header at offset 0, none of its records",
+        "00000001.dat.gz",
+        _gzip_failing_at(plain, third),
+    )
+    case(
+        "gzip_cut_in_third_mebibyte",
+        "segment 1 (9.6 MB) as 00000001.dat.gz cut inside its member 256 bytes after those of its first 2.5 MiB:"
+        " bad_header at offset 0, none of its records",
+        "00000001.dat.gz",
+        _gzip_cut_after(plain, third),
+    )
+    case(
+        "gzip_fails_after_first_records",
+        "segment 1 (9.6 MB) as 00000001.dat.gz whose deflate stream has a block of the reserved type after 64 KiB,"
+        " eight whole records: bad_header at offset 0, none of its records",
+        "00000001.dat.gz",
+        _gzip_failing_at(plain, 64 << 10),
+    )
+    case(
+        "gzip_fails_in_ninth_mebibyte",
+        "segment 1 (9.6 MB) as 00000001.dat.gz whose deflate stream has a block of the reserved type after 8.5 MiB:"
+        " bad_header at offset 0, none of its records",
+        "00000001.dat.gz",
+        _gzip_failing_at(plain, 17 * MIB // 2),
+    )
+    case(
+        "zstd_fails_in_third_mebibyte",
+        "segment 1 (9.6 MB) as 00000001.dat.zst, a frame of its first 2.5 MiB and a frame whose block has the"
+        " reserved type: bad_header at offset 0, none of its records",
+        "00000001.dat.zst",
+        _zstd_failing_at(plain, third),
+    )
+    case(
+        "zstd_cut_in_third_mebibyte",
+        "segment 1 (9.6 MB) as 00000001.dat.zst, a frame of its first 2.5 MiB and a frame of the rest cut after"
+        " 256 bytes: bad_header at offset 0, none of its records",
+        "00000001.dat.zst",
+        _zstd_cut_after(plain, third),
+    )
+    # The same archive read tolerantly: a bad_header of an archive is not stepped over (readers 10.4), and no record
+    # of the segment precedes it.
+    tolerant_fixture = cat.fixtures["gzip_fails_in_third_mebibyte"]
+    cat.read(
+        "may.reader.compressed.gzip_fails_in_third_mebibyte_tolerant",
+        tolerant_fixture,
+        tolerant(failed, []),
+        COMPRESSED_RULES,
+        requires=["compressed"],
+        tolerant=True,
+        description="read tolerantly: bad_header at offset 0, not stepped over, none of the segment's records",
+    )
+    cat.read(
+        "may.reader.compressed.zstd_fails_in_third_mebibyte_after_ref",
+        cat.fixtures["zstd_fails_in_third_mebibyte"],
+        failed,
+        [*COMPRESSED_RULES, "R-29"],
+        requires=["compressed"],
+        after=f"{first.log}:{first.offset}:{first.index}",
+        description="resumed after the first record of segment 1: bad_header at offset 0, none of its records",
     )
 
 

@@ -154,6 +154,42 @@ pub(crate) struct CommitTable {
     failpoint: Failpoint,
 }
 
+/// Where tables live, and how their names begin.
+const TABLES: &str = "/dev/shm";
+const TABLE_PREFIX: &str = "openbinlog-";
+
+/// Remove the name of a table that no writer uses (every byte could be locked through `file`, whose locks
+/// the other writers' would exclude), if the name still refers to `file`. A writer that opens the name later
+/// makes a new table; one that opened it just before uses the old one alone, which costs it only company.
+fn remove_unused(file: &File, path: &str) {
+    let unused = (0..=ENTRIES).all(|byte| byte_lock(file, byte, libc::F_WRLCK, libc::F_OFD_SETLK));
+    let named = std::fs::metadata(path).ok().zip(file.metadata().ok());
+    if unused && named.is_some_and(|(named, held)| (named.dev(), named.ino()) == (held.dev(), held.ino())) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Remove the tables that writers killed (which release their locks but cannot remove a name) left behind
+/// with nobody using them: those of logs since deleted would otherwise stay in memory until the next boot.
+/// A table in use costs a look: an open, one lock refused and a close.
+fn sweep(own: &str) {
+    let Ok(listing) = std::fs::read_dir(TABLES) else { return };
+    let tables = listing.flatten().map(|entry| entry.path()).filter(|path| {
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.starts_with(TABLE_PREFIX))
+    });
+    for path in tables
+        .filter_map(|path| path.to_str().map(str::to_owned))
+        .filter(|path| path != own)
+    {
+        // Another user's table does not open for writing: left alone.
+        if let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) {
+            remove_unused(&file, &path);
+        }
+    }
+}
+
 /// `shared::ofd_lock` on a byte of the table file.
 fn byte_lock(file: &File, byte: usize, kind: libc::c_int, command: libc::c_int) -> bool {
     ofd_lock(file.as_raw_fd(), byte, kind, command)
@@ -336,12 +372,8 @@ impl CommitTable {
 
 impl Drop for CommitTable {
     fn drop(&mut self) {
-        // The last writer of the log removes the table's name: it holds the token and every entry's byte.
-        let last = (0..=ENTRIES).all(|byte| byte_lock(&self.file, byte, libc::F_WRLCK, libc::F_OFD_SETLK));
-        let ours = std::fs::metadata(&self.path).ok().zip(self.file.metadata().ok());
-        if last && ours.is_some_and(|(named, held)| (named.dev(), named.ino()) == (held.dev(), held.ino())) {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        // The last writer of the log removes the table's name.
+        remove_unused(&self.file, &self.path);
         // SAFETY: the mapping made in `new`, of this size, used by no one after this.
         unsafe { libc::munmap(self.table.0.cast(), std::mem::size_of::<Table>()) };
     }
@@ -354,7 +386,7 @@ impl CommitTable {
     fn new(lock_path: &str) -> PyResult<Self> {
         let found = std::fs::metadata(lock_path)?;
         let path = format!(
-            "/dev/shm/openbinlog-{}-{}-{}.{}",
+            "{TABLES}/{TABLE_PREFIX}{}-{}-{}.{}",
             found.dev(),
             found.ino(),
             found.ctime(),
@@ -418,6 +450,7 @@ impl CommitTable {
         if this.entry == ENTRIES {
             return Err(std::io::Error::other("every entry of the commit table is taken").into());
         }
+        sweep(&this.path);
         Ok(this)
     }
 

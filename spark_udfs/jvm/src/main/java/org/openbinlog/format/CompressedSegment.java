@@ -14,17 +14,20 @@ import java.util.Deque;
  * same reads:
  *
  * <ul>
- *   <li>into a temporary file (random access for the walk, no memory), a piece of at most 1 MiB at a time, and
- *       only as far as the reads reach;
+ *   <li>into a temporary file (random access for the walk, no memory), a piece of at most 1 MiB at a time;
+ *   <li>the header, and the byte after it that the blank check reads, alone; the first read beyond them unpacks the
+ *       segment to its end before it returns (R-43), so that an archive that fails anywhere before that end fails
+ *       before the walk checks any record of the segment, whatever sizes the walk reads in;
  *   <li>never beyond the segment's end as its header states it (R-43): its commit point (of a version 1 segment,
  *       its last element position), or 257 bytes when the header fails its checks, so that a small archive of
- *       gigabytes of zeros costs the committed bytes a reader walks;
- *   <li>never beyond {@link Unpacking#maxBytes}.
+ *       gigabytes of zeros costs the committed bytes;
+ *   <li>never beyond {@link Unpacking#maxBytes}: a segment whose header puts its end beyond it is refused at that
+ *       first read beyond the header, before anything more is unpacked.
  * </ul>
  *
  * <p>A stream that cannot be decoded, a Zstandard archive that ends inside a frame ({@link ZstdFrames}), and a
- * segment whose header puts its end beyond the cap (refused once the header is read, before any record) are
- * {@code bad_header} at offset 0 (R-43), and stay so: nothing more is read. A failed read of the archive or of the temporary file is {@code io_error} (R-20).
+ * segment beyond the cap are {@code bad_header} at offset 0 (R-43), and stay so: nothing more is read. A failed read
+ * of the archive or of the temporary file is {@code io_error} (R-20).
  * At most {@link #LIVE} segments of a reader hold their temporary files; a released one that is read again is
  * unpacked again from its start (a walk goes back to an earlier segment only to learn the asqn it ends with).
  */
@@ -45,6 +48,7 @@ final class CompressedSegment {
     private byte[] piece;
     private long unpacked; // bytes in the spill
     private long end = -1; // where unpacking stops: known once the header is unpacked
+    private long statedEnd; // the end the header states, held against the cap
     private boolean exhausted; // the stream gave its last byte
     private BinlogException failed;
 
@@ -58,7 +62,7 @@ final class CompressedSegment {
         this.live = live;
     }
 
-    /** A positioned read of the unpacked bytes: the number read, -1 where the segment (as far as it is read) ends. */
+    /** A positioned read of the unpacked bytes: the number read, -1 where the segment (as far as it unpacks) ends. */
     int read(long pos, byte[] b, int off, int len) throws BinlogException {
         unpackTo(len > MAX_OFFSET - pos ? MAX_OFFSET : pos + len);
         int n = (int) Math.min(len, unpacked - pos);
@@ -75,7 +79,7 @@ final class CompressedSegment {
         return unpacked;
     }
 
-    /** {@code min(size(), n)}, unpacking only as far as {@code n}. */
+    /** {@code min(size(), n)}, unpacking only the header for an {@code n} within it, else up to the end. */
     long sizeUpTo(long n) throws BinlogException {
         unpackTo(n);
         return Math.min(unpacked, n);
@@ -100,6 +104,7 @@ final class CompressedSegment {
         piece = null;
         unpacked = 0;
         end = -1;
+        statedEnd = 0;
         exhausted = false;
         failed = null;
     }
@@ -112,10 +117,9 @@ final class CompressedSegment {
             }
             byte[] head = new byte[(int) Math.min(unpacked, Header.SIZE)];
             spilled(0, head, 0, head.length);
-            end = segmentEnd(head);
-            if (end > unpacking.maxBytes()) {
-                throw capped(); // before any record: a walk ends here, as at any header that fails (readers §10.4)
-            }
+            statedEnd = segmentEnd(head);
+            long cap = unpacking.maxBytes();
+            end = cap == Long.MAX_VALUE ? statedEnd : Math.min(statedEnd, cap + 1);
         }
         return end;
     }
@@ -138,26 +142,43 @@ final class CompressedSegment {
         return Math.max(stated, Header.SIZE + 1);
     }
 
-    /** Unpacks until {@code target} bytes are in the spill, the stream ends, or the limit is reached. */
+    /**
+     * Unpacks until {@code target} bytes are in the spill, the stream ends, or the limit is reached. A target beyond
+     * the header (and the byte after it) is the segment's end: the archive is checked up to it before any byte
+     * beyond the header is returned (R-43), so that where it fails never depends on the sizes reads ask for.
+     */
     private void unpackTo(long target) throws BinlogException {
         if (failed != null) {
             throw failed; // the stream and the spill are out of step: nothing more can be read
         }
         try {
-            while (!exhausted && unpacked < Math.min(target, limit())) {
-                int got = nextPiece((int) Math.min(PIECE, limit() - unpacked));
-                if (got == 0) {
-                    exhausted = true;
-                    break;
+            if (target > Header.SIZE + 1) {
+                unpackWhile(Header.SIZE);
+                limit(); // the end the header states
+                if (statedEnd > unpacking.maxBytes()) {
+                    throw capped(); // before any record, and before anything is unpacked for nothing
                 }
-                keep(got);
+                target = MAX_OFFSET;
             }
+            unpackWhile(target);
             if (Math.min(target, unpacked) > unpacking.maxBytes()) {
                 throw capped();
             }
         } catch (BinlogException e) {
             failed = e;
             throw e;
+        }
+    }
+
+    /** Unpacks, a piece at a time, until {@code target} bytes are in the spill, the stream ends, or the limit. */
+    private void unpackWhile(long target) throws BinlogException {
+        while (!exhausted && unpacked < Math.min(target, limit())) {
+            int got = nextPiece((int) Math.min(PIECE, limit() - unpacked));
+            if (got == 0) {
+                exhausted = true;
+                break;
+            }
+            keep(got);
         }
     }
 
