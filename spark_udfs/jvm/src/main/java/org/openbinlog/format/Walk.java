@@ -19,8 +19,6 @@ final class Walk {
 
     /** What the reference's walk reads of a segment at a time (walk.READ_CHUNK), where a record needs more bytes. */
     static final int READ_CHUNK = 1 << 20;
-    /** A version 1 record's length field (legacy-v1 §B.4). */
-    private static final int LEGACY_LENGTH = 4;
 
     private final LogView view;
     private final boolean tolerant;
@@ -52,11 +50,6 @@ final class Walk {
     private boolean archivesChecked = true;
     // How far the walk has read a compressed segment N, as the reference's walk reads it ({@link #feed}).
     private long fed;
-    // Of a version 1 segment N ({@link #feedV1}): where the last read of its records started, how many bytes it
-    // asked for, and how many a read asks for, which a record longer than that widens.
-    private long readAt;
-    private long readWant;
-    private long readSize;
     // E and A, carried over every segment.
     private long e;
     private long a;
@@ -110,21 +103,7 @@ final class Walk {
         enter(log, r);
         if (r.legacy()) {
             long lep = Offsets.clamp(r.lastElementPosition);
-            if (offset < Header.V1_FIRST_RECORD || offset >= lep) {
-                throw invalidRef(log, offset, index, "no version 1 record at that offset");
-            }
-            s = lep;
-            if (f.compressed()) {
-                try {
-                    feedV1(offset); // the walk's first read starts at the ref, as the reference's does
-                } catch (BinlogException failed) {
-                    if (failed.errorClass == ErrorClass.IO_ERROR) {
-                        throw failed;
-                    }
-                    throw invalidRef(log, offset, index, failed.getMessage());
-                }
-            }
-            if (check.legacy(f, offset, lep) != null) {
+            if (offset < Header.V1_FIRST_RECORD || offset >= lep || check.legacy(f, offset, lep) != null) {
                 throw invalidRef(log, offset, index, "no version 1 record at that offset");
             }
             e = index + 1;
@@ -834,9 +813,6 @@ final class Walk {
         }
         f.limit(Long.MAX_VALUE); // a part before may have bounded its reads
         fed = 0;
-        readAt = 0;
-        readWant = 0;
-        readSize = READ_CHUNK;
         slot = header.active;
         c = slot == null ? 0 : Offsets.clamp(slot.commitOffset());
         known = false;
@@ -1052,9 +1028,6 @@ final class Walk {
     private Stop walkV1(long o) throws java.io.IOException {
         s = Offsets.clamp(h.lastElementPosition);
         while (o < s) {
-            if (f.compressed()) {
-                feedV1(o);
-            }
             ErrorClass failed = check.legacy(f, o, s);
             if (failed != null) {
                 damage(failed, o);
@@ -1065,41 +1038,6 @@ final class Walk {
             o = check.end;
         }
         return Stop.SEGMENT_END;
-    }
-
-    /**
-     * The reads of a compressed version 1 segment's records, as the reference's walk of one makes them
-     * (walk.LegacyWalk): {@link #readSize} bytes (1 MiB at first) from the first record not yet returned, up to S;
-     * where a record does not lie whole in what a read returned, and the read returned all it asked for short of S,
-     * the next read starts at that record, and where it is the first of its read, the reads grow to twice their size
-     * or the record's, whichever is larger, from then on. The segment is unpacked as far as these reads reach and no
-     * further (R-43, the window too), so that an archive cut or undecodable beyond its first pieces fails at the same
-     * read, after the same records, as in the reference. A record the reads cannot make whole (a length beyond S,
-     * a segment that ends before it) is left to the record check.
-     */
-    private void feedV1(long o) throws BinlogException {
-        while (true) {
-            long length = 0;
-            if (o + LEGACY_LENGTH <= fed) {
-                length = Bytes.u4(f.window(o, LEGACY_LENGTH), f.at(o));
-                if (length <= 0 || o + LEGACY_LENGTH + length > s || o + LEGACY_LENGTH + length <= fed) {
-                    return;
-                }
-            }
-            if (fed < readAt + readWant || readAt + readWant >= s) {
-                return; // the read ended short of what it asked for, or at S: the segment ends there
-            }
-            if (o == readAt) {
-                if (o + LEGACY_LENGTH > fed) {
-                    return;
-                }
-                readSize = Math.max(2 * readSize, LEGACY_LENGTH + length);
-            }
-            readAt = o;
-            readWant = Math.min(s - o, readSize);
-            fed = f.sizeUpTo(o + readWant);
-            f.limit(fed);
-        }
     }
 
     /** NEXT(N): moves the walk to the next segment (true), or the log ends with N (false). */
