@@ -10,7 +10,9 @@ ref (10.6) and in consecutive splits, strict and tolerant (10.5).
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -22,7 +24,7 @@ import pytest
 import zstandard
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from logtools import read_entries
+from logtools import legacy_segment, read_entries
 from strategies import java_compressed_damages, java_log_damages, java_log_items
 
 from openbinlog import BinlogError, Entry, Writer, build_indexes
@@ -268,11 +270,11 @@ def test_a_zstd_archive_cut_inside_a_frame_after_a_whole_one_is_a_bad_header(jav
         assert_same(ask(java, {"path": str(directory)}), expected)
 
 
-def cut_archive_log(directory: Path, codec: str, record_bytes: int, kept: float) -> None:
-    """A log of three segments of about 4 MB, the first two compressed in ``codec`` by the reference's compression,
-    the second's archive then cut after ``kept`` of its bytes: beyond the first pieces a reader unpacks."""
+def cut_archive_log(directory: Path, codec: str, record_bytes: int, kept: float, segments: int = 3) -> None:
+    """A log of ``segments`` segments of about 4 MB, the first two compressed in ``codec`` by the reference's
+    compression, the second's archive then cut after ``kept`` of its bytes: beyond the first pieces a reader unpacks."""
     with Writer(directory, max_segment_bytes=4_000_000, durability="os") as writer:
-        for number in range(12_000_000 // (record_bytes + 40)):
+        for number in range(segments * 4_000_000 // (record_bytes + 40)):
             writer.append((number.to_bytes(4, "big") * (record_bytes // 4 + 1))[:record_bytes])
     for number in (1, 2):
         compress(directory / f"{number:08d}.dat", codec)
@@ -301,6 +303,38 @@ def test_an_archive_cut_beyond_its_first_pieces_returns_none_of_its_records_as_t
             assert_same(ask(java, {"path": str(directory), "tolerant": tolerant}), whole)
             parts = ask(java, {"path": str(directory), "tolerant": tolerant, "plan_bytes": 1 << 20})
             assert_same(parts, in_one_piece(whole))
+
+
+@pytest.mark.spec("R-43", "R-36", "R-38")
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("record_bytes", [1000, 100_000, 1_500_000])
+def test_a_version_1_archive_cut_inside_its_second_mib_is_read_as_the_reference_reads_it(
+    java: SessionTestee, codec: str, record_bytes: int
+) -> None:
+    """A closed version 1 segment of about 3 MiB of incompressible records, stored compressed and cut inside its
+    second MiB, then an open one (legacy-v1 B.4): bad_header at offset 0 and none of the segment's records (R-43), in
+    one piece, in parts and after a ref into it, as the reference reads it. The version 1 walk checks record by
+    record where the reference reads a MiB at a time: a reader that unpacked only as far as its walk read returned
+    records the reference does not (or, of gzip, fewer), and after a ref the records of the read or invalid_ref."""
+    payloads = [random.Random(number).randbytes(record_bytes) for number in range(3 * 2**20 // record_bytes)]
+    plain = legacy_segment(payloads, log=1, closed=True, next_log=2)
+    packed = gzip.compress(plain) if codec == "gz" else zstandard.ZstdCompressor().compress(plain)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp, "log")
+        directory.mkdir()
+        (directory / f"00000001.dat.{codec}").write_bytes(packed[: 3 * 2**19])  # about 1.5 MiB of records
+        (directory / "00000002.dat").write_bytes(legacy_segment([b"last"], log=2, closed=False))
+        for tolerant in (False, True):
+            whole = read_log_tolerant(str(directory)) if tolerant else read_log(str(directory))
+            assert whole["error"] == {"class": "bad_header", "log": 1, "offset": "0", "index": None}
+            assert whole["records"] == []
+            assert_same(ask(java, {"path": str(directory), "tolerant": tolerant}), whole)
+            parts = ask(java, {"path": str(directory), "tolerant": tolerant, "plan_bytes": 1 << 20})
+            assert_same(parts, in_one_piece(whole))
+        offsets = [248 + number * (record_bytes + 4) for number in range(len(payloads))]
+        for number in sorted({0, 1, len(offsets) // 4, len(offsets) // 2, len(offsets) - 1}):
+            ref = f"1:{offsets[number]}:{number + 1}"
+            assert_same(ask(java, {"path": str(directory), "after": ref}), read_log(str(directory), ref))
 
 
 @pytest.mark.spec("R-28", "R-29", "R-30")

@@ -27,7 +27,16 @@ from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 from test_jvm_missing import _after_planning, _flip_header_byte, _reader, _reference_to_its_end, _without_file
 from test_jvm_paths import _rows
-from test_jvm_source import FORMAT, INTERVAL, _log, _reference, _scan, _strict
+from test_jvm_source import (
+    FORMAT,
+    INTERVAL,
+    _log,
+    _reference,
+    _scan,
+    _strict,
+    assert_one_listing_in_one_task,
+    many_small_segments,
+)
 from test_spark_semantics import build_log
 
 from openbinlog import Writer, build_indexes
@@ -118,6 +127,16 @@ def test_a_log_on_s3_reads_as_on_disk_and_closes_its_streams(spark: SparkSession
     names = sorted(path.name for path in log.glob("*.dat"))
     assert len(names) >= 4
     assert sorted(row.file for row in frame.select("file").distinct().collect()) == [f"{url}/{name}" for name in names]
+
+
+def test_a_task_lists_a_log_directory_on_s3_once_for_all_its_pieces(
+    spark: SparkSession, tmp_path: Path, s3: Any
+) -> None:
+    """As on disk (test_jvm_source): each piece of a task listed the log's prefix again, a LIST request a piece, so
+    that one task reading a log of many small segments made one a segment. Now its pieces start from the task's
+    listing, and the ETags it gave, which parts trust (test_a_part_on_s3_opens_no_segment_below_its_own)."""
+    log = many_small_segments(tmp_path / "log")
+    assert_one_listing_in_one_task(spark, log, _upload(s3, log, "small-segments"))
 
 
 def test_damage_on_s3_is_the_reference_damage(spark: SparkSession, tmp_path: Path, s3: Any) -> None:

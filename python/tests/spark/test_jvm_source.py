@@ -8,8 +8,10 @@ index, bytes skipped, resume index); FAILFAST fails with the strict reader's cla
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import re
+import shutil
 from functools import partial
 from pathlib import Path
 
@@ -261,7 +263,7 @@ def test_record_damage_below_a_header_damaged_after_planning_ends_the_walk_there
     assert collected(fresh) == expected(log, "PERMISSIVE")
 
 
-@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.spec("R-43")
 @pytest.mark.parametrize("split_bytes", ["1m", "64m"])
 @pytest.mark.parametrize("codec", ["gz", "zst"])
 @pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
@@ -269,12 +271,13 @@ def test_an_archive_cut_beyond_its_first_pieces_ends_the_walk_after_its_records_
     spark: SparkSession, tmp_path: Path, mode: str, codec: str, split_bytes: str
 ) -> None:
     """Segment 2 of three compressed, its archive cut beyond the piece its header check unpacks. The reference
-    returns segment 1, the records of segment 2 it unpacks before the cut, then bad_header at offset 0, which ends
-    its walk (R-43). The JVM source returned none of segment 2's records, and segment 3's after the damage row."""
+    returns segment 1, none of segment 2's records (its archive is checked to its end before its first record),
+    then bad_header at offset 0, which ends its walk (R-43). The JVM source once returned segment 3's records after
+    the damage row."""
     log = tmp_path / "log"
     cut_archive_log(log, codec, 1400, 0.7)
     wanted = expected(log, mode)
-    assert {record[0] for record in wanted[0]} == {1, 2}
+    assert {record[0] for record in wanted[0]} == {1}
     assert wanted[1] == ([("bad_header", 2, 0, None, 0, None)] if mode == "PERMISSIVE" else [])
     frame = spark.read.format(FORMAT).options(mode=mode, maxPartitionBytes=split_bytes, openCostInBytes="1")
     assert collected(frame.load(str(log))) == wanted
@@ -296,6 +299,46 @@ def test_an_archive_cut_after_planning_ends_the_walk_as_in_a_fresh_read(
     fresh = spark.read.format(FORMAT).options(maxPartitionBytes="1m", openCostInBytes="1").load(str(log))
     assert rows == _rows(fresh)
     assert collected(fresh) == expected(log, "PERMISSIVE")
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_an_archive_cut_after_planning_with_the_segment_after_it_removed_is_bad_header_not_a_missing_segment(
+    spark: SparkSession, tmp_path: Path, codec: str
+) -> None:
+    """Segment 2's archive cut once the read was planned, and segment 3 removed: the walk ends in segment 2 (R-43), so
+    segment 3 is a file it no longer needs. The part of segment 3, and that of segment 2, which looks for the next
+    segment the plan reads, checked only segment 2's header, which passes: the query failed with FILE_NOT_EXIST
+    naming segment 3, and with ignoreMissingFiles segment 3's part reported a broken chain. Now, with the option or
+    without, the rows are a fresh read's and the reference's (segment 2's bad_header at offset 0 ends the walk), and
+    FAILFAST fails with that bad_header."""
+    damaged = rf"BinlogException: bad_header in \S*00000002\.dat\.{codec} log=2 offset=0:"
+    template = tmp_path / "template"
+    cut_archive_log(template, codec, 1400, 1.0, segments=4)
+    for mode, ignore, split_bytes in itertools.product(["PERMISSIVE", "FAILFAST"], [False, True], ["1m", "64m"]):
+        case = f"{mode} ignoreMissingFiles={ignore} maxPartitionBytes={split_bytes}"
+        log = tmp_path / f"{mode}-{ignore}-{split_bytes}"
+        shutil.copytree(template, log)
+        archive = log / f"00000002.dat.{codec}"
+        packed = archive.read_bytes()
+
+        def change(log: Path = log, archive: Path = archive, packed: bytes = packed) -> None:
+            archive.write_bytes(packed[: len(packed) * 7 // 10])
+            (log / "00000003.dat").unlink()
+
+        options = {"mode": mode, "ignoreMissingFiles": str(ignore).lower(), "maxPartitionBytes": split_bytes}
+        frame = spark.read.format(FORMAT).options(**options, openCostInBytes="1").load(str(log))
+        if mode == "FAILFAST":
+            with pytest.raises(Exception, match=damaged):
+                _after_planning(frame, change)
+            assert expected(log, mode) == ("bad_header", 2, 0), case
+            continue
+        rows = _after_planning(frame, change)
+        fresh = spark.read.format(FORMAT).options(**options, openCostInBytes="1").load(str(log))
+        assert rows == _rows(fresh), case
+        wanted = expected(log, mode)
+        assert ("bad_header", 2, 0, None, 0, None) in wanted[1], case
+        assert collected(fresh) == wanted, case
 
 
 def test_small_segments_are_packed_into_tasks_as_spark_packs_files(spark: SparkSession, tmp_path: Path) -> None:
@@ -383,19 +426,30 @@ def test_splits_of_any_size_return_the_same_rows(spark: SparkSession, tmp_path: 
     assert collected(frame) == reference(log)
 
 
-def test_a_task_lists_a_local_log_directory_once_for_all_its_pieces(spark: SparkSession, tmp_path: Path) -> None:
-    """Each piece of a task listed the log directory again, the largest cost of a piece of a small segment: one task
-    reading every segment of a log of many small ones made a listing per segment. Now its pieces start from the
-    task's listing (the binlogListings metric counts the listings made); the rows are the reference's still."""
-    log = _log(tmp_path / "log", 600, segment_bytes=8_000)
-    segments = len(list(log.glob("*.dat")))
-    assert segments >= 10
-    query = spark.read.format(FORMAT).option("maxPartitionNum", "1").load(str(log)).select("log", "offset")
+def many_small_segments(directory: Path) -> Path:
+    """A log of at least ten small segments."""
+    log = _log(directory, 600, segment_bytes=8_000)
+    assert len(list(log.glob("*.dat"))) >= 10
+    return log
+
+
+def assert_one_listing_in_one_task(spark: SparkSession, log: Path, path: str) -> None:
+    """One task reads every segment of ``log``, at ``path``, listing its directory once (the binlogListings metric
+    counts the listings made), and returns the reference's rows."""
+    query = spark.read.format(FORMAT).option("maxPartitionNum", "1").load(path).select("log", "offset")
     rows = sorted((row[0], row[1]) for row in query.collect())
     plan = query._jdf.queryExecution().executedPlan()
     assert "Tasks: 1," in plan.toString()
     assert int(plan.collectLeaves().apply(0).metrics().apply("binlogListings").value()) == 1
     assert rows == [(record[0], record[1]) for record in reference(log)[0]]
+
+
+def test_a_task_lists_a_local_log_directory_once_for_all_its_pieces(spark: SparkSession, tmp_path: Path) -> None:
+    """Each piece of a task listed the log directory again, the largest cost of a piece of a small segment: one task
+    reading every segment of a log of many small ones made a listing per segment. Now its pieces start from the
+    task's listing; the rows are the reference's still. test_jvm_s3 holds S3 to the same."""
+    log = many_small_segments(tmp_path / "log")
+    assert_one_listing_in_one_task(spark, log, str(log))
 
 
 def test_a_filter_on_log_is_pushed_shown_and_prunes_segments(spark: SparkSession, tmp_path: Path) -> None:

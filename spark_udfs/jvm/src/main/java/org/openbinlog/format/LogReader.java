@@ -173,13 +173,14 @@ public final class LogReader implements AutoCloseable {
 
     /**
      * Whether READ-LOG, as the directory is now, needs segment {@code log}: no segment below it has a header that
-     * fails its checks, which ends the walk there (readers §10.4). Of the segments below it, it reads the headers of
-     * those whose files changed since the plan checked them ({@code checked}, {@link #checkedHeaders}), and of the
-     * one just below it, whose END or NEXT needs {@code log}.
+     * fails its checks, which ends the walk there (readers §10.4), nor a compressed one an archive that fails before
+     * its commit point, which ends it as well (R-43). Of the segments below it, it reads the headers of those whose
+     * files changed since the plan checked them ({@code checked}, {@link #checkedHeaders}), and of the one just
+     * below it, whose END or NEXT needs {@code log}; it unpacks the archives of those that changed.
      */
     public boolean needs(int log, CheckedHeaders checked) throws IOException {
         view.trust(checked);
-        return new Walk(view, false, record -> {}).reached(log - 1, false);
+        return new Walk(view, false, record -> {}).passes(log - 1);
     }
 
     /**

@@ -653,6 +653,18 @@ final class Walk {
     }
 
     /**
+     * Whether READ-LOG walks through segment {@code log} into the one after it, as the directory is now: it reaches
+     * {@code log} ({@link #reached}, which reads its header), and a compressed {@code log} unpacks up to its commit
+     * point (R-43). One whose file is unchanged since the plan checked it is not unpacked again: PLAN unpacked it,
+     * and ends at one that fails; one changed since is unpacked whole to know. So a segment above an archive that
+     * fails now is not one the walk needs: missing, it is neither a missing file nor a broken chain. A segment the
+     * listing does not show (below the lowest, say) is passed.
+     */
+    boolean passes(int log) throws java.io.IOException {
+        return reached(log, false) && (!view.present(log) || view.unchanged(log) || unpacks(log));
+    }
+
+    /**
      * END(N) for a part of N; false, with nothing made, where N+1's header fails its checks, planned or not: END
      * then raises at C, after the records before it, as READ-LOG raises it.
      */
@@ -675,8 +687,8 @@ final class Walk {
      * (its END made without the segment, then BROKEN). Otherwise the log starts above it or ends below it.
      */
     void absent(int log) throws java.io.IOException {
-        if (!reached(log - 1, false)) {
-            return; // the walk ends below it, where the part that meets the failing header raises it
+        if (!passes(log - 1)) {
+            return; // the walk ends below it, where the part that meets the failing header or archive raises it
         }
         Header below = view.present(log - 1) ? view.header(log - 1) : null;
         if (below == null || !view.listedAbove(log)) {

@@ -5,8 +5,8 @@ import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 
 /**
  * The listings of log directories the source's tasks made, summed over tasks (a request each on an object store):
- * a task lists a local log directory once for its pieces, and again only where a walk asks for a fresh listing
- * ({@link TaskListing}); elsewhere once a piece.
+ * a task lists a log directory once for its pieces, and again only where a walk asks for a fresh listing
+ * ({@link TaskListing}).
  */
 public final class ListingsMetric extends CustomSumMetric {
     static final String NAME = "binlogListings";

@@ -47,8 +47,8 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     private final Thread walker;
     /** The stamps of files the task's pieces looked at, by log directory: one look a file ({@link TaskStamps}). */
     private final Map<String, Map<String, Storage.Stamp>> stamps = new HashMap<>();
-    /** The task's listings of local log directories: one a directory ({@link TaskListing}). */
-    private final Map<java.nio.file.Path, List<String>> listings = new HashMap<>();
+    /** The task's listings of its log directories: one a directory ({@link TaskListing}). */
+    private final Map<String, TaskListing.Listed> listings = new HashMap<>();
     private volatile Throwable failure;
     private volatile boolean closed;
     private volatile long bytesRead;
@@ -90,7 +90,7 @@ final class SplitReader implements PartitionReader<ColumnarBatch> {
     private void read(SplitPartition.Piece piece) throws IOException {
         Storage opened = Storages.open(piece.directory(), piece.hadoop());
         java.nio.file.Path local = Storages.local(piece.directory()) ? Storages.localPath(piece.directory()) : null;
-        Storage listed = new TaskListing(opened, local, listings, made -> listingsMade += made);
+        Storage listed = new TaskListing(opened, piece.directory(), local, listings, made -> listingsMade += made);
         Map<String, Storage.Stamp> seen = stamps.computeIfAbsent(piece.directory(), directory -> new HashMap<>());
         CountingStorage storage = new CountingStorage(new SelectedStorage(new TaskStamps(listed, seen), piece.names()));
         long before = bytesRead;
