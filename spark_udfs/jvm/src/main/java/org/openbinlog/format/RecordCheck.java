@@ -24,7 +24,7 @@ final class RecordCheck {
      * {@code e} and previous asqn {@code a}.
      */
     ErrorClass committed(SegmentFile f, long o, long u, long e, long a) throws BinlogException {
-        // min(u, F) - o < 40, F known up to o + 40 only: a compressed segment is unpacked as far as it is read.
+        // min(u, F) - o < 40, asked only up to o + 40 (a compressed segment was unpacked to its end before, R-43).
         if (o > u || u - o < HEADER || f.sizeUpTo(o + HEADER) - o < HEADER) {
             return ErrorClass.TRUNCATED;
         }

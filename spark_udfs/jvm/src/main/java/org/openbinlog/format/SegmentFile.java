@@ -51,7 +51,7 @@ final class SegmentFile {
         return unpacked == null ? size : unpacked.size();
     }
 
-    /** {@code min(F, n)}; a compressed segment is unpacked only as far as {@code n}. */
+    /** {@code min(F, n)}; a compressed segment unpacks its header alone for an {@code n} within it, else to its end. */
     long sizeUpTo(long n) throws BinlogException {
         return unpacked == null ? Math.min(size, n) : unpacked.sizeUpTo(n);
     }
@@ -101,7 +101,7 @@ final class SegmentFile {
             window = new byte[WINDOW];
         }
         if (pos < windowAt || pos + n > windowAt + windowLength) {
-            // A compressed segment is unpacked only as far as the window reaches, never to learn F whole.
+            // The window reads no further than the walk needs; a compressed segment was checked to its end first.
             int want = (int) Math.max(0, sizeUpTo(Math.min(pos + WINDOW, limit)) - pos);
             windowAt = pos;
             windowLength = 0;
@@ -145,8 +145,8 @@ final class SegmentFile {
 
     /**
      * The header's bytes from the file (never the window), read again by R-46 while neither slot is valid. A
-     * compressed segment is unpacked one byte beyond the header, as far as the blank check of OPEN reads (format
-     * §3.5): failures in that range are met when the segment is opened, as the reference meets them.
+     * compressed segment unpacks its header and the byte after it alone here, as far as the blank check of OPEN reads
+     * (format §3.5): failures in that range are met when the segment is opened, as the reference meets them.
      */
     byte[] head() throws BinlogException {
         int n = (int) Math.min(Header.SIZE, sizeUpTo(Header.SIZE + 1));

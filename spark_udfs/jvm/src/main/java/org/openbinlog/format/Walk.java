@@ -961,9 +961,8 @@ final class Walk {
      * The reads of a compressed segment's records, as the reference's walk makes them (walk.next_entries): where the
      * record at {@code o} does not lie whole in the bytes read so far, {@link #READ_CHUNK} bytes from {@code o}, and
      * then, where the record is longer and its header passes steps 2 to 4 of format §4.3.1, the whole record; never
-     * beyond the bound {@code u}. The segment is unpacked as far as these reads reach and no further (R-43, the
-     * window too), so that an archive cut or undecodable beyond its first pieces fails at the same record as in
-     * the reference, after the same records.
+     * beyond the bound {@code u}. The first of them unpacks and checks the segment to its end (R-43), so an archive cut
+     * or undecodable anywhere before it fails here, before any of its records, whatever these reads ask for.
      */
     private void feed(long o, long u) throws BinlogException {
         if (o + RecordCheck.HEADER > fed) {
