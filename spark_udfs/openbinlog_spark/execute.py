@@ -10,8 +10,9 @@ A segment header that fails its checks ends the walk of its log (spec readers
 10.4), also when it fails only since planning: a range first checks the
 headers of the segments planned up to its own again (below its own, only
 those whose files changed since planning found them sealed and passing: their
-``Stamp``), and reads nothing above one that fails; its walk checks its
-successor's where END does. Each failing header is reported once, by the
+``Stamp``), unpacks again those of them that are compressed (an archive that
+fails before its end ends the walk in it as well, R-43), and reads nothing
+above one that fails; its walk checks its successor's where END does. Each failing header is reported once, by the
 range ``RangeItem.reports_from`` names, or by the walk that meets it at END;
 ``ignoreCorruptFiles`` drops that row.
 
@@ -42,7 +43,7 @@ from .directory import PlannedDirectory
 from .listing import SegmentFile
 from .options import DROPMALFORMED, FAILFAST, ReadOptions
 from .plan import HEADER_READERS, HoleCheck, IssueItem, Item, LegacyItem, RangeItem, read_facts
-from .storage import CorruptFileError, MissingFileError, Stamp, Storage, is_local
+from .storage import COMPRESSIONS, CorruptFileError, MissingFileError, Stamp, Storage, is_local
 from .walk import ChainCheck, DamagedRegion, RangeWalker, RecordRun
 
 READS_LOG = logging.getLogger("openbinlog_spark.reads")
@@ -67,6 +68,7 @@ class ItemReader:
         self.schema = schema
         self.storage = storage or Storage(options.storage_options)
         self._failures: dict[str, BinlogError | None] = {}  # of each planned segment checked: why its header fails
+        self._archives: dict[str, BinlogError | None] = {}  # of each changed compressed one: why its archive fails
         self._stamps: dict[str, Stamp | None] = {}  # of each file looked at, as the task first found it
         self._listed: set[str] = set()  # remote directories whose stamps a listing gave
 
@@ -116,7 +118,9 @@ class ItemReader:
             if segment.url in trusted:
                 continue
             failure = self._failure(segment, listed)
-            if failure is not None:  # the walk ends at that header, below this range or at its segment's own
+            if failure is None and segment.log < item.file.log:
+                failure = self._archive_failure(segment)  # its own segment's walk unpacks it and meets that itself
+            if failure is not None:  # the walk ends at that header or archive, below this range or at its own segment
                 if item.reports_from is not None and segment.log >= item.reports_from:
                     damage = Damage.from_error(failure, bytes_skipped=0, next_index=None)
                     yield from self._header_failed(damage, segment.url, item.partition_values)
@@ -204,6 +208,32 @@ class ItemReader:
             blank_last = facts is not None and facts.blank and is_last(segment.log, listed)
             self._failures[segment.url] = None if facts is None or blank_last else facts.error
         return self._failures[segment.url]
+
+    def _archive_failure(self, segment: SegmentFile) -> BinlogError | None:
+        """Why the compressed file of ``segment`` (planned so, or the copy that replaced it since) now fails to unpack
+        to its end, as the walk of it unpacks it (R-43): its segment's walk then ends in it, with ``bad_header`` at
+        offset 0, and nothing above it is read, as at a header that fails (spec readers 10.4). None where it unpacks,
+        where the file is plain, or where it is gone (its own reads say that). Only for a segment whose file changed
+        since planning unpacked it (``check_archives``); unpacked whole and kept nowhere, once by a task."""
+        if segment.url not in self._archives:
+            failed: BinlogError | None = None
+            url = segment.url
+            try:
+                with self.storage.open_planned(
+                    segment.url, segment.compression, max_decompressed=self.options.max_decompressed
+                ) as source:
+                    compression = COMPRESSIONS.get(source.url.rsplit(".", 1)[-1])
+                    url = source.url
+                if compression is not None:
+                    failed = self.storage.unpack_failure(
+                        url, compression, max_decompressed=self.options.max_decompressed
+                    )
+            except MissingFileError:
+                failed = None
+            except CorruptFileError as error:  # cannot be unpacked at all: the header check has met that first
+                failed = error
+            self._archives[segment.url] = None if failed is None else failed.located(path=url, log=segment.log)
+        return self._archives[segment.url]
 
     def _header_failed(self, damage: Damage, file: str, values: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         """A segment header that fails its checks, where the walk of its log ends (spec readers 10.4): its damage

@@ -11,6 +11,7 @@ ends the walk there, as in a fresh read.
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 import shutil
 from collections.abc import Callable, Mapping
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from binlog_frames import reference_to_its_end
+from binlog_frames import collected, reference_to_its_end
 from pyspark.sql import SparkSession
+from test_java_reader import cut_archive_log
 from test_jvm_missing import (
     FIXTURES,
     HEADER_CHANGES,
@@ -34,7 +36,8 @@ from test_jvm_missing import (
     _reader,
     _without_file,
 )
-from test_jvm_paths import _row
+from test_jvm_paths import _row, _rows
+from test_spark_header_damage import expected
 from test_spark_pushdown_queries import per_query  # noqa: F401 - a fixture
 from test_spark_semantics import build_log
 
@@ -376,3 +379,44 @@ def test_the_first_segment_header_failing_after_planning_is_reported_by_a_read_n
         _ended_alike(found, tmp_path / "binlog" / "log", mode, 1)
     else:
         assert found[JVM] == found["binlog"] == []  # the damage row has no index: the filter leaves it out
+
+
+@pytest.mark.spec("R-43", "R-9")
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_an_archive_cut_after_planning_with_the_segment_after_it_removed_is_bad_header_not_a_missing_segment(
+    spark: SparkSession, tmp_path: Path, codec: str
+) -> None:
+    """Segment 2's archive of four cut once the read was planned (its header still passes), and segment 3 removed:
+    the walk ends in segment 2's archive with bad_header at offset 0 (R-43), so segment 3 is a file it no longer
+    needs. A task checked only the headers of the segments below its own: the query failed with FILE_NOT_EXIST
+    naming segment 3, and with ignoreMissingFiles segment 3's range reported a broken chain and segment 4's returned
+    its records. Now, with the option or without, in parts of 1 MiB or whole, the rows are a fresh read's and the
+    reference's, and FAILFAST fails with segment 2's bad_header, as the JVM source (test_jvm_source)."""
+    damaged = rf"(?s)\bbad_header\b.*00000002\.dat\.{codec}|00000002\.dat\.{codec}.*\bbad_header\b"
+    template = tmp_path / "template"
+    cut_archive_log(template, codec, 1400, 1.0, segments=4)
+    for mode, ignore, split_bytes in itertools.product(["PERMISSIVE", "FAILFAST"], [False, True], ["1m", "64m"]):
+        case = f"{mode} ignoreMissingFiles={ignore} maxPartitionBytes={split_bytes}"
+        log = tmp_path / f"{mode}-{ignore}-{split_bytes}"
+        shutil.copytree(template, log)
+        archive = log / f"00000002.dat.{codec}"
+        packed = archive.read_bytes()
+
+        def change(log: Path = log, archive: Path = archive, packed: bytes = packed) -> None:
+            archive.write_bytes(packed[: len(packed) * 7 // 10])
+            (log / "00000003.dat").unlink()
+
+        options = {"mode": mode, "ignoreMissingFiles": str(ignore).lower(), "maxPartitionBytes": split_bytes}
+        frame = spark.read.format("binlog").options(**options, openCostInBytes="1").load(str(log))
+        if mode == "FAILFAST":
+            with pytest.raises(Exception, match=damaged) as failed:
+                _after_planning(frame, change)
+            assert re.search(r"\blog[= ]2,? offset[= ]0\b", str(failed.value)), (case, str(failed.value)[:2000])
+            assert expected(log, mode) == ("bad_header", 2, 0), case
+            continue
+        rows = _after_planning(frame, change)
+        fresh = spark.read.format("binlog").options(**options, openCostInBytes="1").load(str(log))
+        assert rows == _rows(fresh), case
+        wanted = expected(log, mode)
+        assert ("bad_header", 2, 0, None, 0, None) in wanted[1], case
+        assert collected(fresh) == wanted, case
