@@ -12,9 +12,10 @@ there, as in a fresh read.
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 from binlog_frames import collected, damage_of, record_of
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from test_java_reader import cut_archive_log
 from test_jvm_paths import _row, _rows
 from test_spark_semantics import build_log
 
@@ -47,6 +49,28 @@ def _after_planning(frame: DataFrame, change: Callable[[], object]) -> list[tupl
     rdd.getNumPartitions()  # plans the scan: the logs, their segment files and the parts are fixed here
     change()
     return sorted((_row(row) for row in rdd.collect()), key=repr)
+
+
+def archive_cut_with_next_removed(
+    tmp_path: Path, codec: str
+) -> Iterator[tuple[str, str, Path, dict[str, str], Callable[[], None]]]:
+    """The reads of a log of four segments whose second (compressed) has its archive cut once the read is planned
+    (its header still passes) and whose third is removed: PERMISSIVE and FAILFAST, with ignoreMissingFiles and
+    without, in parts of 1 MiB and whole. Each as its name, mode, log (a copy of its own), options, and the change."""
+    template = tmp_path / "template"
+    cut_archive_log(template, codec, 1400, 1.0, segments=4)
+    for mode, ignore, split_bytes in itertools.product(["PERMISSIVE", "FAILFAST"], [False, True], ["1m", "64m"]):
+        log = tmp_path / f"{mode}-{ignore}-{split_bytes}"
+        shutil.copytree(template, log)
+        archive = log / f"00000002.dat.{codec}"
+        packed = archive.read_bytes()
+
+        def change(log: Path = log, archive: Path = archive, packed: bytes = packed) -> None:
+            archive.write_bytes(packed[: len(packed) * 7 // 10])
+            (log / "00000003.dat").unlink()
+
+        options = {"mode": mode, "ignoreMissingFiles": str(ignore).lower(), "maxPartitionBytes": split_bytes}
+        yield f"{mode} ignoreMissingFiles={ignore} maxPartitionBytes={split_bytes}", mode, log, options, change
 
 
 def _without_file(frame: DataFrame, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

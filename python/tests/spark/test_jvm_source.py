@@ -8,10 +8,8 @@ index, bytes skipped, resume index); FAILFAST fails with the strict reader's cla
 from __future__ import annotations
 
 import gzip
-import itertools
 import os
 import re
-import shutil
 from functools import partial
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from logtools import flip_bit, read_entries
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
 from test_java_reader import cut_archive_log
-from test_jvm_missing import _after_planning
+from test_jvm_missing import _after_planning, archive_cut_with_next_removed
 from test_jvm_paths import _rows
 from test_spark_header_damage import damage_header, expected
 from test_spark_semantics import build_log
@@ -313,20 +311,7 @@ def test_an_archive_cut_after_planning_with_the_segment_after_it_removed_is_bad_
     without, the rows are a fresh read's and the reference's (segment 2's bad_header at offset 0 ends the walk), and
     FAILFAST fails with that bad_header."""
     damaged = rf"BinlogException: bad_header in \S*00000002\.dat\.{codec} log=2 offset=0:"
-    template = tmp_path / "template"
-    cut_archive_log(template, codec, 1400, 1.0, segments=4)
-    for mode, ignore, split_bytes in itertools.product(["PERMISSIVE", "FAILFAST"], [False, True], ["1m", "64m"]):
-        case = f"{mode} ignoreMissingFiles={ignore} maxPartitionBytes={split_bytes}"
-        log = tmp_path / f"{mode}-{ignore}-{split_bytes}"
-        shutil.copytree(template, log)
-        archive = log / f"00000002.dat.{codec}"
-        packed = archive.read_bytes()
-
-        def change(log: Path = log, archive: Path = archive, packed: bytes = packed) -> None:
-            archive.write_bytes(packed[: len(packed) * 7 // 10])
-            (log / "00000003.dat").unlink()
-
-        options = {"mode": mode, "ignoreMissingFiles": str(ignore).lower(), "maxPartitionBytes": split_bytes}
+    for case, mode, log, options, change in archive_cut_with_next_removed(tmp_path, codec):
         frame = spark.read.format(FORMAT).options(**options, openCostInBytes="1").load(str(log))
         if mode == "FAILFAST":
             with pytest.raises(Exception, match=damaged):

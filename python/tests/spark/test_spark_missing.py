@@ -11,7 +11,6 @@ ends the walk there, as in a fresh read.
 from __future__ import annotations
 
 import gzip
-import itertools
 import re
 import shutil
 from collections.abc import Callable, Mapping
@@ -22,7 +21,6 @@ from typing import Any
 import pytest
 from binlog_frames import collected, reference_to_its_end
 from pyspark.sql import SparkSession
-from test_java_reader import cut_archive_log
 from test_jvm_missing import (
     FIXTURES,
     HEADER_CHANGES,
@@ -35,6 +33,7 @@ from test_jvm_missing import (
     _log,
     _reader,
     _without_file,
+    archive_cut_with_next_removed,
 )
 from test_jvm_paths import _row, _rows
 from test_spark_header_damage import expected
@@ -393,20 +392,7 @@ def test_an_archive_cut_after_planning_with_the_segment_after_it_removed_is_bad_
     its records. Now, with the option or without, in parts of 1 MiB or whole, the rows are a fresh read's and the
     reference's, and FAILFAST fails with segment 2's bad_header, as the JVM source (test_jvm_source)."""
     damaged = rf"(?s)\bbad_header\b.*00000002\.dat\.{codec}|00000002\.dat\.{codec}.*\bbad_header\b"
-    template = tmp_path / "template"
-    cut_archive_log(template, codec, 1400, 1.0, segments=4)
-    for mode, ignore, split_bytes in itertools.product(["PERMISSIVE", "FAILFAST"], [False, True], ["1m", "64m"]):
-        case = f"{mode} ignoreMissingFiles={ignore} maxPartitionBytes={split_bytes}"
-        log = tmp_path / f"{mode}-{ignore}-{split_bytes}"
-        shutil.copytree(template, log)
-        archive = log / f"00000002.dat.{codec}"
-        packed = archive.read_bytes()
-
-        def change(log: Path = log, archive: Path = archive, packed: bytes = packed) -> None:
-            archive.write_bytes(packed[: len(packed) * 7 // 10])
-            (log / "00000003.dat").unlink()
-
-        options = {"mode": mode, "ignoreMissingFiles": str(ignore).lower(), "maxPartitionBytes": split_bytes}
+    for case, mode, log, options, change in archive_cut_with_next_removed(tmp_path, codec):
         frame = spark.read.format("binlog").options(**options, openCostInBytes="1").load(str(log))
         if mode == "FAILFAST":
             with pytest.raises(Exception, match=damaged) as failed:
