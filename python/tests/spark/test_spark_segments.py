@@ -11,16 +11,15 @@ these logs are left to settle that long before they are read.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from binlog_frames import planned, reference_to_its_end
-from test_jvm_missing import HEADER_CHANGES, _flip_header_byte
+from test_jvm_missing import _flip_header_byte
+from test_jvm_segments import CHANGES
 from test_spark_header_damage import expected, read_in_process
 from test_spark_semantics import build_log
 
@@ -28,18 +27,6 @@ import openbinlog_spark.execute
 from openbinlog_spark.storage import SETTLED_S
 
 SEGMENTS = 60
-
-
-def _flip_keeping_times(log: Path) -> None:
-    """Segment 2's header damaged in place, its modification time set back: its change time still moves."""
-    segment = log / "00000002.dat"
-    before = segment.stat()
-    _flip_header_byte(log)
-    os.utime(segment, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert segment.stat().st_size == before.st_size and segment.stat().st_mtime_ns == before.st_mtime_ns
-
-
-CHANGES: dict[str, Callable[[Path], object]] = {**HEADER_CHANGES, "header_byte_flipped_times_kept": _flip_keeping_times}
 ONE_TASK_A_SEGMENT = {"maxPartitionBytes": "64m", "openCostInBytes": "64m", "minPartitions": "1"}
 
 
