@@ -26,6 +26,7 @@ from test_jvm_source import FORMAT, _scan
 from test_spark_semantics import build_log
 
 from openbinlog._format import HEADER_SIZE
+from openbinlog_spark import storage
 
 SEGMENTS = 300
 SETTLED_S = 2.0  # LogView.SETTLED_MS: a file changed more recently when the plan reads its header is read again
@@ -43,16 +44,20 @@ def _flip_keeping_times(log: Path) -> None:
 CHANGES: dict[str, Callable[[Path], object]] = {**HEADER_CHANGES, "header_byte_flipped_times_kept": _flip_keeping_times}
 
 
-@pytest.fixture(scope="module")
-def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A log of SEGMENTS segments of one record each, and one log of six segments for each change below; all left
-    unchanged for longer than the plan asks before trusting a header."""
+def segment_logs(tmp_path_factory: pytest.TempPathFactory, segments: int) -> dict[str, Path]:
+    """A log of ``segments`` segments of one record each, and one log of six segments for each change of CHANGES;
+    all left unchanged for longer than either source's plan asks before trusting a header."""
     root = tmp_path_factory.mktemp("segments")
-    built = {"many": build_log(root / "many", records=SEGMENTS, cut_every=1)}
+    built = {"many": build_log(root / "many", records=segments, cut_every=1)}
     for change in CHANGES:
         built[change] = build_log(root / change, records=60, cut_every=10)
-    time.sleep(SETTLED_S + 0.5)
+    time.sleep(max(SETTLED_S, storage.SETTLED_S) + 0.5)
     return built
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return segment_logs(tmp_path_factory, SEGMENTS)
 
 
 def _segment_bytes(log: Path, logs: range) -> int:

@@ -11,7 +11,6 @@ these logs are left to settle that long before they are read.
 
 from __future__ import annotations
 
-import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,11 @@ from typing import Any
 import pytest
 from binlog_frames import planned, reference_to_its_end
 from test_jvm_missing import _flip_header_byte
-from test_jvm_segments import CHANGES
+from test_jvm_segments import CHANGES, segment_logs
 from test_spark_header_damage import expected, read_in_process
 from test_spark_semantics import build_log
 
 import openbinlog_spark.execute
-from openbinlog_spark.storage import SETTLED_S
 
 SEGMENTS = 60
 ONE_TASK_A_SEGMENT = {"maxPartitionBytes": "64m", "openCostInBytes": "64m", "minPartitions": "1"}
@@ -32,14 +30,7 @@ ONE_TASK_A_SEGMENT = {"maxPartitionBytes": "64m", "openCostInBytes": "64m", "min
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A log of SEGMENTS segments of one record each, and one log of six segments for each change below; all left
-    unchanged for longer than the plan asks before trusting a header."""
-    root = tmp_path_factory.mktemp("segments")
-    built = {"many": build_log(root / "many", records=SEGMENTS, cut_every=1)}
-    for change in CHANGES:
-        built[change] = build_log(root / change, records=60, cut_every=10)
-    time.sleep(SETTLED_S + 0.5)
-    return built
+    return segment_logs(tmp_path_factory, SEGMENTS)
 
 
 @pytest.fixture
